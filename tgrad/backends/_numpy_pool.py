@@ -15,11 +15,11 @@ tie with ``low`` has no winner after tap 0; there arg = its first tap inside the
 (whose value is ``low`` as well). These are exactly MaxPool's composite (columns, first
 maximum, _last_nan_wins, the padding fallback), so y and arg are bit-identical.
 
-Backward: dxp = zeros (N, C, *padded); for each tap t in order, dxp[tap t view] += g where
-arg == t; dx = dxp cropped to the input. This is the composite's IndexAdd + Col2Im
-(numpy.col2im adds each tap's column slice into zeros in the same tap order) less the
-additions of exact zeros, which change no bit (a sum that starts at +0 never holds -0, and
-x + 0 = x otherwise), so overlapping windows sum in the same order: bit-identical.
+Backward: dxp = zeros (N, C, *padded); for each tap t in order, dxp[tap t view] += (g where
+arg == t, else +0); dx = dxp cropped to the input. These are the composite's IndexAdd +
+Col2Im (numpy.col2im adds each tap's column slice into zeros in the same tap order) with
+the same additions (its columns hold 0 + g, mine g: the sums agree, since a sum that starts
+at +0 never holds -0), so overlapping windows sum in the same order: bit-identical.
 """
 
 from __future__ import annotations
@@ -75,9 +75,10 @@ def max_pool_fwd(x: np.ndarray, kernel: tuple, stride: tuple, pad: tuple, dilati
 
     No masked copies (a random mask costs a branch miss an element, 30x a plain pass):
     per tap, take = v > y [| isnan(v)] against the running maximum, arg = max(arg, t take)
-    (t exceeds every earlier tap), y = maximum(y, v). np.maximum's value equals the
-    rule's but for the sign of a zero (+0 == -0 tie) and a NaN's payload, so the windows
-    whose maximum is 0 or NaN then read their value at arg (_exact_at)."""
+    (t exceeds every earlier tap) and y = maximum(y, v), which is the rule's value but
+    for a +-0 tie's sign and a NaN's payload (np.maximum promises neither): for an input
+    holding -0.0 or NaN, y = v where take by a bitwise select instead (y ^= (v ^ y) & -take
+    on the bits: exact)."""
     xp = padded_input(x, pad, extra, low)
     taps = _tap_views(xp, kernel, stride, dilation, out)
     y = np.array(taps[0], order="C")
@@ -85,44 +86,43 @@ def max_pool_fwd(x: np.ndarray, kernel: tuple, stride: tuple, pad: tuple, dilati
     arg = np.zeros(y.shape, np.int8 if k <= 127 else np.int32)
     if y.size == 0:
         return y, arg.astype(np.int64)
-    # The NaN rule costs two passes a tap: only when the input holds a NaN (np.max
-    # propagates it; one pass).
     floating = x.dtype.kind == "f"
+    # The NaN rule costs two passes a tap: only when the input holds a NaN (np.max
+    # propagates it; one pass). Without NaN and -0.0 (bits: the integer minimum) np.maximum
+    # is exact: the bitwise select only where they occur.
     nan = floating and bool(np.isnan(np.max(x)))
+    select = nan or (floating and _has_minus_zero(x))
     take = np.empty(y.shape, bool)
     isnan = np.empty(y.shape, bool) if nan else None
     tt = np.empty(y.shape, arg.dtype)
+    if select:
+        bits = np.dtype(f"i{x.dtype.itemsize}")
+        yb, sel, diff = y.view(bits), np.empty(y.shape, bits), np.empty(y.shape, bits)
     for t, v in enumerate(taps[1:], start=1):
         np.greater(v, y, out=take)
         if nan:
             np.logical_or(take, np.isnan(v, out=isnan), out=take)
         np.multiply(take, t, out=tt, dtype=arg.dtype)
         np.maximum(arg, tt, out=arg)
-        np.maximum(y, v, out=y)
+        if select:
+            np.negative(take, out=sel, dtype=bits)  # 0 or -1 (all ones)
+            np.bitwise_xor(v.view(bits), yb, out=diff)
+            np.bitwise_and(diff, sel, out=diff)
+            np.bitwise_xor(yb, diff, out=yb)
+        else:
+            np.maximum(y, v, out=y)
     if any(pad) or any(extra):  # all tie with the padding: the first tap inside the input
         low_hit = y == low
         if low_hit.any():
             first = np.broadcast_to(_first_inside(kernel, stride, dilation, out, pad), y.shape)
             arg[low_hit] = first[low_hit]
-    if floating:
-        suspect = y == 0
-        if nan:
-            suspect |= np.isnan(y)
-        _exact_at(y, arg, xp, suspect, kernel, stride, dilation)
     return y, arg.astype(np.int64)
 
 
-def _exact_at(y: np.ndarray, arg: np.ndarray, xp: np.ndarray, where: np.ndarray,
-              kernel: tuple, stride: tuple, dilation: tuple) -> None:
-    """y[w] = xp at window w's tap arg[w], in place, for the windows w where ``where``
-    (y, arg, where contiguous (N, C, *out); xp (N, C, *padded))."""
-    w = np.flatnonzero(where)
-    if w.size == 0:
-        return
-    at = np.unravel_index(w, y.shape)  # (n, c, o_1 .. o_d)
-    tap = np.unravel_index(arg.reshape(-1)[w], kernel)
-    coords = tuple(o * s + t * d for o, t, s, d in zip(at[2:], tap, stride, dilation))
-    y.reshape(-1)[w] = xp[(at[0], at[1]) + coords]
+def _has_minus_zero(x: np.ndarray) -> bool:
+    """Whether a float array holds -0.0 (its bits are the signed integer minimum)."""
+    bits = np.dtype(f"i{x.dtype.itemsize}")
+    return bool((x.view(bits) == np.iinfo(bits).min).any())
 
 
 def max_pool_bwd(g: np.ndarray, arg: np.ndarray, padded: tuple, sizes: tuple,
