@@ -29,11 +29,16 @@ which is their h_n (c_n). Reverse direction: from step T - 1 down to 0, the rows
 at step t (b_{t+1} .. b_t) start from their h_0 rows, so every sequence is read from its
 own last step to its first and h_n is the state after step 0. The output is packed like
 the input (sum L_i, D H_out).
+
+On the CPU in float32/64 (no autocast, forward-AD level, profiler or selective
+checkpointing) a (layer, direction), packed or not, is one node instead
+(tgrad/nn/_rnn_cpu.py): the same values, the per-step path below rebuilt for create_graph.
 """
 
 from __future__ import annotations
 
 from tgrad.autograd.grad_mode import STATE
+from tgrad.nn import _rnn_cpu
 from tgrad.nn._rnn_fused import fusable, gru_pointwise, lstm_pointwise
 from tgrad.nn.functional import dropout as _dropout
 from tgrad.nn.functional import linear
@@ -224,6 +229,18 @@ def _direction_packed(mode: str, gis: tuple, sizes: list, h0: Tensor, c0: Tensor
     return cat(outs), h, c
 
 
+def _layer_steps(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, weights: tuple,
+                 batch_sizes: list | None, reverse: bool) -> tuple:
+    """One (layer, direction) step by step (a node or two per step): (out, h_n, c_n);
+    weights (w_ih, w_hh, b_ih, b_hh, w_hr)."""
+    w_ih, w_hh, b_ih, b_hh, w_hr = weights
+    if batch_sizes is None:
+        return _direction(mode, _steps(linear(x, w_ih, b_ih)), h0, c0,
+                          _recurrent(w_hh, b_hh), w_hr, reverse)
+    return _direction_packed(mode, split(linear(x, w_ih, b_ih), batch_sizes), batch_sizes,
+                             h0, c0, _recurrent(w_hh, b_hh), w_hr, reverse)
+
+
 def rnn(mode: str, input: Tensor, hx: tuple, weights: list, num_layers: int,  # noqa: A002
         dropout: float, train: bool, bidirectional: bool,
         batch_sizes: list | None = None) -> tuple:
@@ -246,16 +263,14 @@ def rnn(mode: str, input: Tensor, hx: tuple, weights: list, num_layers: int,  # 
         outs = []
         for direction in range(d):
             k = layer * d + direction
-            w_ih, w_hh, b_ih, b_hh, w_hr = weights[k]
-            if batch_sizes is None:
-                gis = _steps(linear(x, w_ih, b_ih))
-                out, h, c = _direction(mode, gis, hx[0][k], hx[1][k] if lstm else None,
-                                       _recurrent(w_hh, b_hh), w_hr, direction == 1)
+            h0, c0 = hx[0][k], hx[1][k] if lstm else None
+            if _rnn_cpu.usable(mode, x, h0, c0, weights[k], batch_sizes):
+                # one node for the whole recursion (tgrad/nn/_rnn_cpu.py), the same values
+                out, h, c = _rnn_cpu.rnn_layer(mode, x, h0, c0, weights[k], batch_sizes,
+                                               direction == 1)
             else:
-                gis = split(linear(x, w_ih, b_ih), batch_sizes)
-                out, h, c = _direction_packed(mode, gis, batch_sizes, hx[0][k],
-                                              hx[1][k] if lstm else None,
-                                              _recurrent(w_hh, b_hh), w_hr, direction == 1)
+                out, h, c = _layer_steps(mode, x, h0, c0, weights[k], batch_sizes,
+                                         direction == 1)
             outs.append(out)
             h_n.append(h)
             c_n.append(c)
