@@ -296,3 +296,31 @@ def test_relu_backward_primitive_matches_its_definition():
     x = tgrad.tensor(np.array([-1.5, 0.25, 2.0, -0.5]), dtype=tgrad.float64, requires_grad=True)
     assert tgrad.autograd.gradcheck(lambda t: t.relu(), (x,))
     assert tgrad.autograd.gradgradcheck(lambda t: t.relu() * t, (x,))
+
+
+def test_cpu_nodes_free_their_workspaces_with_the_saved_tensors():
+    # ctc_loss, logcumsumexp and the RNN layers keep NumPy workspaces as ctx attributes:
+    # a backward without retain_graph frees them with the saved tensors (a second backward
+    # raises PyTorch's error); with retain_graph they stay and a second backward agrees
+    rng = np.random.default_rng(4)
+    lstm = tgrad.nn.LSTM(3, 4)
+    targets = tgrad.tensor(rng.integers(1, 5, (2, 3)))
+
+    def cases():
+        x = tgrad.tensor(rng.standard_normal((6, 2, 5)), requires_grad=True)
+        yield x, tgrad.nn.functional.ctc_loss(x.log_softmax(2), targets, [6, 6], [3, 2])
+        yield x, x.logcumsumexp(0).sum()
+        xs = tgrad.tensor(rng.standard_normal((5, 2, 3)).astype(np.float32), requires_grad=True)
+        yield xs, lstm(xs)[0].sum()
+
+    for x, loss in cases():
+        node = loss.grad_fn
+        while not any(hasattr(node, name) and name in node._released_attributes
+                      for name in ("ws", "steps")):
+            node = node.next_functions[0][0]
+        (first,) = tgrad.autograd.grad(loss, x, retain_graph=True)
+        (again,) = tgrad.autograd.grad(loss, x)
+        np.testing.assert_array_equal(again.numpy(), first.numpy())
+        assert all(getattr(node, name) is None for name in node._released_attributes)
+        with pytest.raises(RuntimeError, match="Specify retain_graph=True"):
+            tgrad.autograd.grad(loss, x)

@@ -447,6 +447,7 @@ class _FunctionMeta(type):
                                  {"_forward_cls": cls, "_node_name": node_name,
                                   "_scalar_edges": cls.scalar_edges,
                                   "_hidden_edges": cls.hidden_edges,
+                                  "_released_attributes": cls.released_attributes,
                                   **({"_saved": (), "_keeps_indices": True}
                                      if cls.keeps_indices else {})})
         _install_saved_attributes(cls)
@@ -516,6 +517,10 @@ class Function(metaclass=_FunctionMeta):
     # (gather's index, sort's indices...): its node is freed by a backward without
     # retain_graph as one that saved tensors, and a second backward raises PyTorch's error.
     keeps_indices: bool = False
+    # ctx attributes that hold backward-only state other than saved tensors (the NumPy
+    # workspaces of the CPU nodes: ctc_loss, logcumsumexp, the RNN layers): set to None
+    # with the saved tensors by a backward without retain_graph (Node.release)
+    released_attributes: tuple = ()
     # A returned input (and an output that is a view of one) is a view that may not be
     # modified in place, PyTorch's rule for custom Functions: True for every user Function,
     # and for tgrad's own Functions that stand in for PyTorch's Python ones (module hooks).

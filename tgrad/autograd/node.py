@@ -88,6 +88,7 @@ class Node:
     _out_meta: tuple = ()  # per forward output: (shape, dtype, device) or None; () = one
     _saved = None  # tuple of SavedTensor (or None); None after release
     _released = False
+    _released_attributes: tuple = ()  # (Function.released_attributes)
     _pre_hooks = None  # {output_nr: OrderedDict(id -> hook)} for tensor hooks
     _post_hooks = None  # OrderedDict(id -> hook(grad_inputs, grad_outputs))
     _retain_grad_refs = None  # {output_nr: weakref to tensor}
@@ -137,10 +138,13 @@ class Node:
         raise NotImplementedError
 
     def release(self) -> None:
-        """Free saved tensors (after a backward without retain_graph)."""
+        """Free saved tensors (after a backward without retain_graph), and the attributes
+        its Function lists in ``released_attributes``."""
         if self._saved is not None:
             self._saved = None
             self._released = True
+        for name in self._released_attributes:
+            setattr(self, name, None)
 
     def __call__(self, *grads):
         """The node's backward on ``grads``: its input gradients, one Tensor where it has

@@ -285,6 +285,7 @@ class _CtcAlphaCpu(Function):
 
     name = "ctc_loss"
     node_name = "CtcLossBackward0"
+    released_attributes = ("ws", "labels")
 
     @staticmethod
     def forward(ctx, lp, labels, in_len, tg_len):

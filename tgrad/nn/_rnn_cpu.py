@@ -281,6 +281,7 @@ class _RnnLayerCpu(Function):
 
     name = "_rnn_layer_cpu"
     node_name = "RnnLayerBackward0"
+    released_attributes = ("ws", "args")
 
     @staticmethod
     def forward(ctx, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, sizes, reverse):

@@ -459,6 +459,7 @@ class _LogCumSumExp(Function):
 
     name = "logcumsumexp"
     node_name = "LogcumsumexpBackward0"
+    released_attributes = ("steps",)
 
     @staticmethod
     def forward(ctx, x, d):
