@@ -156,6 +156,26 @@ def test_transposed_gradient_kept_by_a_hook_is_not_aliased():
     np.testing.assert_array_equal(seen[0].numpy().T, expected)
 
 
+def test_transposed_gradient_shares_the_version_counter_of_what_it_views():
+    # autograd.grad through w.t() hands back the grad_output's memory (PyTorch: G.t(), a
+    # view of G): it must share G's version counter, so writing it in place makes a
+    # backward that saved G raise instead of silently using the modified values
+    w = tgrad.ones(2, 3, dtype=tgrad.float64, requires_grad=True)
+    g = tgrad.full((3, 2), 2.0, dtype=tgrad.float64, requires_grad=True)
+    e = (g * g).sum()  # saves g
+    gw, = tgrad.autograd.grad(w.t(), w, g)
+    assert shares_memory(gw, g)
+    with tgrad.no_grad():
+        gw.add_(1.0)
+    assert g._version == 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        e.backward()
+    # a private gradient is still kept as .grad without a copy (see the test above)
+    w2 = tgrad.ones(2, 3, dtype=tgrad.float64, requires_grad=True)
+    (tgrad.ones(4, 3, dtype=tgrad.float64) @ w2.t()).sum().backward()
+    np.testing.assert_array_equal(w2.grad.numpy(), np.full((2, 3), 4.0))
+
+
 def test_products_of_transposed_operands_differentiate_twice():
     rng = np.random.default_rng(3)
     x = tgrad.tensor(rng.standard_normal((3, 5)), requires_grad=True)

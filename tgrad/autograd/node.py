@@ -586,9 +586,10 @@ def _owned(grad, in_list: bool) -> bool:
     if grad._base is not None:
         return False
     if grad.device.type == "cpu":
-        if grad._data.base is not None and not _whole_view_of_private_array(grad._data):
+        if grad._data.base is not None and not _whole_view_of_private_array(grad._data,
+                                                                            grad._storage):
             return False
-    elif not _whole_private_buffer(grad._data):
+    elif not _whole_private_buffer(grad._data, grad._storage):
         return False
     # grad._data and grad._storage.root hold the array; grad._storage holds the storage.
     # (No local names for them here: each would count as one more reference.)
@@ -597,27 +598,42 @@ def _owned(grad, in_list: bool) -> bool:
             and _refs_of(grad._data) <= _BASE_STORAGE_REFS + 1)
 
 
-def _whole_view_of_private_array(data) -> bool:
+def _whole_view_of_private_array(data, storage) -> bool:
     """``data`` (an ndarray) is a contiguous view of all of its base, an array that owns
-    its memory and that nothing but ``data`` holds: a reshape or transpose of a fresh
+    its memory and that nothing but ``data`` (and the root of ``storage``, data's tensor's
+    storage: Permute's plain backward shares g's) holds: a reshape or transpose of a fresh
     result (SumTo's keepdims sum as a bias gradient, a product computed transposed), as
-    private as the base itself. (Any other view of that memory would hold the base.)"""
-    if _refs_of(data.base) > _BASE_VIEW_REFS:
+    private as the base itself. (Any other view of that memory would hold the base; any
+    other tensor of the storage, the storage: _owned checks that.)"""
+    if _refs_of(data.base) > _BASE_VIEW_REFS + _root_holds_base(storage, data.base):
         return False
     base = data.base
     return (type(base) is np.ndarray and base.base is None and data.nbytes == base.nbytes
             and (data.flags.c_contiguous or data.flags.f_contiguous))
 
 
-def _whole_private_buffer(data) -> bool:
+def _root_holds_base(storage, base) -> bool:
+    """The root of ``storage`` holds ``base``: is it, or is a view of it that nothing but
+    the storage holds (one reference more to the base than the gradient's own view)."""
+    if storage.root is base:
+        return True
+    return (type(storage.root) is np.ndarray and storage.root.base is base
+            and _refs_of(storage.root) <= _BASE_STORAGE_REFS)
+
+
+def _whole_private_buffer(data, storage) -> bool:
     """``data`` (a DeviceArray) starts at its buffer's start and spans all of it, tgrad
-    allocated the buffer (no external owner) and no other array holds it."""
+    allocated the buffer (no external owner) and no other array holds it (but the root
+    of ``storage``, data's tensor's storage, where only that storage holds the root:
+    Permute's plain backward shares g's storage)."""
     buf = getattr(data, "buffer", None)
     if (buf is None or buf.owner is not None or data.offset
             or data.size * data.dtype.itemsize != buf.nbytes):
         return False
     del buf
-    return _refs_of(data.buffer) <= _BASE_STORAGE_REFS
+    return _refs_of(data.buffer) <= _BASE_STORAGE_REFS + (
+        storage.root is not data and getattr(storage.root, "buffer", None) is data.buffer
+        and _refs_of(storage.root) <= _BASE_STORAGE_REFS)
 
 
 def run_leaf_hooks(t, grad):

@@ -211,8 +211,10 @@ class Permute(Function):
         if not (differentiable_formula() or g._sparse or profiler_hooks.ACTIVE is not None):
             # a plain backward: the permuted array as a new tensor, not a view node (the
             # engine adds gradients out of place; AccumulateGrad keeps it as .grad when
-            # nothing else holds g: a linear weight's gradient is not copied)
-            return wrap(backend_of(g).permute(g._data, inverse), g.device), None
+            # nothing else holds g: a linear weight's gradient is not copied). It shares
+            # g's storage, so g's version counter: g may be the caller's grad_output,
+            # saved elsewhere (autograd.grad returns it; PyTorch's is g.t(), a view)
+            return Tensor(backend_of(g).permute(g._data, inverse), g._storage, g.device), None
         return g.permute(*inverse), None
 
 
