@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -725,6 +726,38 @@ def test_numpy_col2im_sums_each_kernel_offset_like_add_at(kernel, stride, dilati
     np.testing.assert_array_equal(half, ref16.astype(np.float16))
 
 
+@pytest.mark.parametrize("kernel, stride, dilation", [
+    ((3,), (1,), (1,)), ((1, 4), (1, 3), (1, 2)), ((3, 3), (1, 1), (1, 1)),
+    ((2, 3), (2, 1), (3, 1)), ((2, 2, 3), (1, 2, 1), (2, 1, 1))])
+def test_numpy_im2col_is_the_gather_at_the_window_index(kernel, stride, dilation):
+    # the NumPy backend's im2col copies a strided view of the planes: the same array (values,
+    # dtype, C-contiguous layout) as the gather at the flat window index, for every dtype,
+    # a non-contiguous input and empty batches/channels
+    from tgrad.backends import numpy as be
+    from tgrad.nn._conv import _window_index
+    rng = np.random.default_rng(4)
+    blocks = tuple(int(rng.integers(1, 5)) for _ in kernel)
+    size = tuple((b - 1) * s + d * (k - 1) + 1 + int(rng.integers(0, 3))
+                 for b, s, d, k in zip(blocks, stride, dilation, kernel))
+    idx = _window_index(size, kernel, stride, dilation, blocks).reshape(-1)
+    key = (slice(None), slice(None), idx)
+    x = rng.standard_normal((2, 3, math.prod(size)))
+    for a in (x, x.astype(np.float32), x.astype(np.float16), x.astype(ml_dtypes.bfloat16),
+              (x + 1j * x[::-1]).astype(np.complex64), x > 0, x.astype(np.int64)):
+        got = be.im2col(a, key, size, kernel, stride, dilation, blocks)
+        want = np.take(a, idx, axis=2)
+        assert got.dtype == a.dtype and got.flags.c_contiguous
+        assert got.shape == want.shape and got.tobytes() == want.tobytes()
+    wide = np.zeros((2, 6, 2 * math.prod(size)))
+    wide[:, ::2, ::2] = x  # channels and positions strided
+    got = be.im2col(wide[:, ::2, ::2], key, size, kernel, stride, dilation, blocks)
+    assert got.tobytes() == np.take(x, idx, axis=2).tobytes()
+    for shape in ((0, 3), (2, 0)):
+        empty = be.im2col(np.zeros(shape + (math.prod(size),), np.float32), key, size,
+                          kernel, stride, dilation, blocks)
+        assert empty.shape == shape + (idx.size,) and empty.dtype == np.float32
+
+
 def test_conv_fold_and_pool_gradients_through_col2im_match_finite_differences():
     # strided, dilated, grouped 1/2/3-d convs, conv_transpose and fold: first and second
     # derivatives in float64 against finite differences (Im2Col/Col2Im are each other's
@@ -1349,3 +1382,46 @@ def test_max_unpool_is_one_node_with_gradients_by_hand(n, shape):
     from tgrad.autograd import gradcheck, gradgradcheck
     assert gradcheck(lambda t: unpool(t, idx, 2), (x,))
     assert gradgradcheck(lambda t: unpool(t, idx, 2), (x,))
+
+
+def test_conv_family_and_batch_norm_on_interpreted_cuda_match_the_cpu():
+    # the cuda path (Im2Col's gather, Col2Im's index_add, batch_norm in tgrad ops) against
+    # the NumPy one (strided im2col/col2im, the fused batch_norm primitives) in float64:
+    # values, gradients and a double backward of conv2d (create_graph)
+    pytest.importorskip("triton")
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from interpreted import run_json
+    res = run_json("""
+import json, numpy as np, tgrad
+import tgrad.nn.functional as F
+rng = np.random.default_rng(5)
+cases = [
+    (lambda x, w, b: F.conv2d(x, w, b, stride=(2, 1), padding=1, dilation=(1, 2)),
+     [(2, 3, 6, 5), (4, 3, 3, 2), (4,)]),
+    (lambda x, w: F.conv1d(x, w, padding=2, groups=3), [(2, 3, 7), (3, 1, 3)]),
+    (lambda x, w: F.conv3d(x, w, padding=1), [(1, 2, 4, 4, 3), (2, 2, 2, 3, 2)]),
+    (lambda x: F.unfold(x, (2, 3), padding=1, stride=2), [(2, 2, 5, 6)]),
+    (lambda c: F.fold(c, (4, 5), (2, 2)), [(2, 8, 12)]),
+    (lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1), [(1, 2, 3, 3), (2, 3, 3, 3)]),
+    (lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+     [(3, 4, 5, 2), (4,), (4,)]),
+]
+out = {}
+for dev in ("cpu", "cuda"):
+    vals = []
+    for fn, shapes in cases:
+        xs = [tgrad.tensor(rng.standard_normal(s), device=dev, requires_grad=True)
+              for s in shapes]
+        y = fn(*xs)
+        w = tgrad.tensor(np.random.default_rng(1).standard_normal(y.shape), device=dev)
+        grads = tgrad.autograd.grad((y * y * w).sum(), xs, create_graph=True)
+        second = tgrad.autograd.grad(sum((g * g).sum() for g in grads), xs[0])[0]
+        vals += [v.detach().cpu().numpy().ravel().tolist() for v in [y, *grads, second]]
+    rng = np.random.default_rng(5)
+    out[dev] = vals
+print(json.dumps(out))
+""")
+    for got, want in zip(res["cuda"], res["cpu"]):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)

@@ -40,7 +40,15 @@ __all__ = ["softmax_fwd", "softmax_bwd", "log_softmax_fwd", "log_softmax_bwd",
            "manual_seed", "get_rng_state", "set_rng_state", "rand", "randn", "dropout_fwd",
            "dropout_bwd", "matmul", "gather", "index_add", "index_reduce", "index_put_",
            "check_index_range",
-           "col2im", "grid_sample_fwd", "grid_sample_bwd"]
+           "im2col", "col2im", "grid_sample_fwd", "grid_sample_bwd"]
+
+
+def im2col(x: DeviceArray, key, size: tuple, kernel: tuple, stride: tuple,
+           dilation: tuple, blocks: tuple) -> DeviceArray:
+    """x (N, C, prod size) -> its windows as columns (N, C, prod kernel prod blocks): the
+    gather at ``key`` = (:, :, the flat window index of the geometry) (the NumPy backend
+    copies a strided view instead, the same values)."""
+    return gather(x, key)
 
 
 def col2im(cols: DeviceArray, key, size: tuple, kernel: tuple, stride: tuple,

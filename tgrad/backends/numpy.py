@@ -1381,6 +1381,26 @@ def index_add(shape: tuple, dtype: np.dtype, key, values: np.ndarray) -> np.ndar
     return _down(out, dtype)
 
 
+def im2col(x: np.ndarray, key, size: tuple, kernel: tuple, stride: tuple,
+           dilation: tuple, blocks: tuple) -> np.ndarray:
+    """Every window of x (N, C, prod size) flat planes as columns (N, C, prod kernel prod
+    blocks), C-contiguous: entry [n, c, k b] (k, b row-major multi-indices) = x[n, c] at
+    (b_i s_i + k_i d_i)_i, i.e. ``gather(x, key)`` for key = (:, :, the flat window index),
+    which the GPU backend runs. Here one copy of a strided view (N, C, *kernel, *blocks) of
+    the planes (window offsets and block starts as strides), no index array read:
+    the same values, 2-3x faster than the gather."""
+    n, c = x.shape[0], x.shape[1]
+    planes = x.reshape((n, c) + tuple(size))  # (a view: only the last dim splits)
+    st = planes.strides[2:]
+    windows = np.lib.stride_tricks.as_strided(
+        planes, (n, c) + tuple(kernel) + tuple(blocks),
+        planes.strides[:2] + tuple(s * d for s, d in zip(st, dilation))
+        + tuple(s * b for s, b in zip(st, stride)), writeable=False)
+    out = np.empty(windows.shape, x.dtype)
+    np.copyto(out, windows)
+    return out.reshape(n, c, math.prod(kernel) * math.prod(blocks))
+
+
 def col2im(cols: np.ndarray, key, size: tuple, kernel: tuple, stride: tuple,
            dilation: tuple, blocks: tuple) -> np.ndarray:
     """The adjoint of im2col (conv's input gradient, conv_transpose, fold): cols

@@ -109,8 +109,12 @@ def _window_index(size: tuple, kernel: tuple, stride: tuple, dilation: tuple,
 
 def _window_key(geom: tuple, device) -> tuple:
     """The backend key (:, :, flat window index) of ``geom`` = (size, kernel, stride,
-    dilation, blocks) for a (N, C, prod size) tensor on ``device``."""
+    dilation, blocks) for a (N, C, prod size) tensor on ``device``. On the CPU the cached
+    read-only index itself (the NumPy im2col / col2im read the geometry, not the key; no
+    per-call copy of the index); elsewhere its device copy, as any index key."""
     idx = _window_index(*geom)
+    if device.type == "cpu":
+        return (slice(None), slice(None), idx.reshape(-1))
     index = device_constant(idx, dtypes.int64, device).reshape(-1)
     return normalize_key((slice(None), slice(None), index), device)[0]
 
@@ -118,7 +122,9 @@ def _window_key(geom: tuple, device) -> tuple:
 class Im2Col(Function):
     """cols = x[:, :, idx] (x (N, C, prod size) flat planes, idx = _window_index(*geom):
     every window's elements, (N, C, prod kernel prod blocks));  dx = Col2Im(g) (each
-    window's gradient added back where it was read: the adjoint of the gather)."""
+    window's gradient added back where it was read: the adjoint of the gather). Backend
+    ``im2col``: the gather at the key on the GPU, a copy of a strided view of the planes in
+    NumPy (the same values)."""
 
     name = "im2col"
     node_name = "Im2ColBackward0"
@@ -126,7 +132,7 @@ class Im2Col(Function):
     @staticmethod
     def forward(ctx, x, key, geom):
         ctx.key, ctx.geom = key, geom
-        return wrap(backend_of(x).gather(x._data, key), x.device)
+        return wrap(backend_of(x).im2col(x._data, key, *geom), x.device)
 
     @staticmethod
     def backward(ctx, g):
