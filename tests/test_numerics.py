@@ -420,3 +420,34 @@ def test_float32_batch_norm_statistics_and_gradients_use_the_blocked_sum():
     for got, exact in zip(results[tgrad.float32], results[F64]):
         # normwise error in units of 2^-24 (was ~180 for the gradient, a running total)
         assert np.abs(got - exact).max() / np.abs(exact).max() / 2.0 ** -24 < 16
+
+
+def test_float32_batch_norm_of_a_4d_batch_reduces_each_plane_as_its_3d_view():
+    # a C-contiguous (N, C, H, W) batch is reduced as its (N, C, H W) view (one pairwise sum
+    # per plane): the same bits as batch_norm of that view, errors of a few 2^-24 normwise
+    # against float64; a channels-last batch (the per-axis path) to the same precision
+    rng = np.random.default_rng(7)
+    a = rng.normal(3.0, 2.0, (32, 6, 16, 20))
+    g = rng.normal(0.0, 1.0, a.shape)
+    w, b = rng.standard_normal(6), rng.standard_normal(6)
+
+    def run(arr, dt, shape=None, channels_last=False):
+        x = tgrad.tensor(arr, dtype=dt, requires_grad=True)
+        xin = x.reshape(shape) if shape else x
+        if channels_last:
+            xin = xin.contiguous(memory_format=tgrad.channels_last)
+        wt, bt = (tgrad.tensor(v, dtype=dt, requires_grad=True) for v in (w, b))
+        y = tgrad.nn.functional.batch_norm(xin, None, None, wt, bt, training=True)
+        y.backward(tgrad.tensor(g, dtype=dt).reshape(y.shape))
+        return [y.detach().double().numpy().reshape(a.shape)] + \
+            [t.grad.double().numpy().reshape(-1) for t in (x, wt, bt)]
+
+    exact = run(a, F64)
+    four = run(a, tgrad.float32)
+    three = run(a.reshape(32, 6, -1), tgrad.float32)
+    for got4, got3 in zip(four, three):
+        assert got4.reshape(-1).tobytes() == got3.reshape(-1).tobytes()
+    for got in (four, run(a, tgrad.float32, channels_last=True)):
+        for v, e in zip(got, exact):
+            e = e.reshape(v.shape)
+            assert np.abs(v - e).max() / np.abs(e).max() / 2.0 ** -24 < 8
