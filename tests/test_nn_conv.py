@@ -1425,3 +1425,35 @@ print(json.dumps(out))
 """)
     for got, want in zip(res["cuda"], res["cpu"]):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_conv_bias_gradient_is_the_float64_sum_to_an_ulp_or_two(contiguous):
+    # db sums g over N and the spatial dims (a contiguous g as its (N, O, L) view in one
+    # pass, another g per axis): within 2 ulps of the float64 sum of the float32 g; float64
+    # to 1e-13 of NumPy's sum; 2-d and 3-d
+    rng = np.random.default_rng(8)
+    for xs, ws in (((6, 3, 12, 10), (5, 3, 3, 3)), ((3, 2, 5, 6, 4), (4, 2, 2, 3, 2))):
+        spatial = len(xs) - 2
+        fn = F.conv2d if spatial == 2 else F.conv3d
+        gshape = (xs[0], ws[0]) + tuple(s + 2 - k + 1 for s, k in zip(xs[2:], ws[2:]))
+        gn = rng.standard_normal(gshape) + 0.25
+        for dt in (tgrad.float32, tgrad.float64):
+            x = tgrad.tensor(rng.standard_normal(xs), dtype=dt)
+            w = tgrad.tensor(rng.standard_normal(ws), dtype=dt)
+            b = tgrad.tensor(np.zeros(ws[0]), dtype=dt, requires_grad=True)
+            y = fn(x, w, b, padding=1)
+            g = tgrad.tensor(gn, dtype=dt)
+            if not contiguous:  # the same values, batch-last in memory
+                g = tgrad.tensor(np.ascontiguousarray(np.moveaxis(gn, 0, -1)),
+                                 dtype=dt).movedim(-1, 0)
+                assert not g.is_contiguous()
+            y.backward(g)
+            g64 = gn.astype(dt.np).astype(np.float64)
+            axes = (0,) + tuple(range(2, 2 + spatial))
+            got = b.grad.numpy()
+            if dt is tgrad.float64:
+                np.testing.assert_allclose(got, g64.sum(axes), rtol=1e-13)
+                continue
+            exact = g64.sum(axes)
+            assert (np.abs(got - exact) <= 2 * np.spacing(np.abs(exact).astype(np.float32))).all()
