@@ -1457,3 +1457,29 @@ def test_conv_bias_gradient_is_the_float64_sum_to_an_ulp_or_two(contiguous):
                 continue
             exact = g64.sum(axes)
             assert (np.abs(got - exact) <= 2 * np.spacing(np.abs(exact).astype(np.float32))).all()
+
+
+def test_conv_and_batch_norm_of_empty_batches_and_channels():
+    # an empty batch or channel dim through the one-pass sums (the conv bias gradient, the
+    # batch statistics) and im2col: zero-size results and gradients, the bias counted for
+    # an input of no channels
+    for fn, xs, ws in ((F.conv2d, (2, 0, 5, 5), (3, 0, 3, 3)),
+                       (F.conv2d, (0, 2, 5, 5), (3, 2, 3, 3)),
+                       (F.conv3d, (0, 2, 3, 3, 3), (3, 2, 1, 1, 1)),
+                       (F.conv1d, (0, 2, 5), (3, 2, 3))):
+        x = tgrad.zeros(xs, requires_grad=True)
+        w = tgrad.ones(ws, requires_grad=True)
+        b = tgrad.arange(3.0).requires_grad_()
+        y = fn(x, w, b, padding=1)
+        y.sum().backward()
+        per_channel = y.numel() // 3
+        np.testing.assert_array_equal(b.grad.numpy(), [per_channel] * 3)
+        assert x.grad.shape == xs and w.grad.shape == ws
+        np.testing.assert_array_equal(y.detach().numpy(),
+                                      np.broadcast_to(np.arange(3.0).reshape(
+                                          (1, 3) + (1,) * (len(xs) - 2)), y.shape))
+    for xs in ((0, 3, 4, 5), (4, 0, 2, 2)):
+        x = tgrad.zeros(xs, requires_grad=True)
+        y = F.batch_norm(x, None, None, training=True)
+        y.sum().backward()
+        assert y.shape == xs and x.grad.shape == xs

@@ -256,7 +256,7 @@ def _bn_sum(a: np.ndarray, axes: tuple) -> np.ndarray:
     (32, 16, 32, 32) batch; as accurate: its error bound ~log2 S + N ulps where that was
     log2 W + H + N)."""
     if a.ndim > 3 and a.flags.c_contiguous:
-        return float_sum(a.reshape(a.shape[0], a.shape[1], -1), (0, 2))
+        return float_sum(a.reshape(a.shape[0], a.shape[1], math.prod(a.shape[2:])), (0, 2))
     return float_sum(a, axes)
 
 

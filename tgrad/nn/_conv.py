@@ -315,7 +315,7 @@ def _bias_grad(g: Tensor, spatial: int) -> Tensor:
     an ulp or two of it: the per-axis cascade over (0, 2, 3) made one pass per axis, 4-6x
     slower on a (32, 16, 32, 32) gradient)."""
     if spatial > 1 and g.is_contiguous():
-        return g.reshape(g.shape[0], g.shape[1], -1).sum((0, 2))
+        return g.reshape(g.shape[0], g.shape[1], math.prod(g.shape[2:])).sum((0, 2))
     return g.sum((0,) + tuple(range(2, 2 + spatial)))
 
 
