@@ -730,13 +730,19 @@ def test_numpy_col2im_sums_each_kernel_offset_like_add_at(kernel, stride, dilati
     ((3,), (1,), (1,)), ((1, 4), (1, 3), (1, 2)), ((3, 3), (1, 1), (1, 1)),
     ((2, 3), (2, 1), (3, 1)), ((2, 2, 3), (1, 2, 1), (2, 1, 1))])
 def test_numpy_im2col_is_the_gather_at_the_window_index(kernel, stride, dilation):
-    # the NumPy backend's im2col copies a strided view of the planes: the same array (values,
-    # dtype, C-contiguous layout) as the gather at the flat window index, for every dtype,
-    # a non-contiguous input and empty batches/channels
+    # the NumPy backend's im2col copies a strided view of the planes (rows of 9+ outputs;
+    # shorter ones take the gather): the same array (values, dtype, C-contiguous layout)
+    # as the gather at the flat window index, for every dtype, a non-contiguous input and
+    # empty batches/channels
+    for last in (3, 11):
+        _check_im2col_against_the_gather(kernel, stride, dilation, last)
+
+
+def _check_im2col_against_the_gather(kernel, stride, dilation, last):
     from tgrad.backends import numpy as be
     from tgrad.nn._conv import _window_index
     rng = np.random.default_rng(4)
-    blocks = tuple(int(rng.integers(1, 5)) for _ in kernel)
+    blocks = tuple(int(rng.integers(1, 5)) for _ in kernel[:-1]) + (last,)
     size = tuple((b - 1) * s + d * (k - 1) + 1 + int(rng.integers(0, 3))
                  for b, s, d, k in zip(blocks, stride, dilation, kernel))
     idx = _window_index(size, kernel, stride, dilation, blocks).reshape(-1)
@@ -744,7 +750,8 @@ def test_numpy_im2col_is_the_gather_at_the_window_index(kernel, stride, dilation
     x = rng.standard_normal((2, 3, math.prod(size)))
     for a in (x, x.astype(np.float32), x.astype(np.float16), x.astype(ml_dtypes.bfloat16),
               (x + 1j * x[::-1]).astype(np.complex64), x > 0, x.astype(np.int64)):
-        got = be.im2col(a, key, size, kernel, stride, dilation, blocks)
+        # (long rows: the strided copy, which reads no key)
+        got = be.im2col(a, None if last > 8 else key, size, kernel, stride, dilation, blocks)
         want = np.take(a, idx, axis=2)
         assert got.dtype == a.dtype and got.flags.c_contiguous
         assert got.shape == want.shape and got.tobytes() == want.tobytes()
