@@ -279,3 +279,17 @@ def test_bench_ctc_runs_and_writes_json(tmp_path, capsys):
     assert data["schema"] == "tgrad-bench-ctc/1" and data["frames"] == 4
     assert [r["lib"] for r in data["results"]] == ["tgrad"]
     assert all(r["fwdbwd_ms"] > 0 and r["fwd_nograd_ms"] > 0 for r in data["results"])
+
+
+def test_bench_train_cpu_runs_and_writes_json(tmp_path, capsys):
+    """perf/bench_train_cpu.py: a row per training-step case (the structure only)."""
+    spec = importlib.util.spec_from_file_location("bench_train_cpu",
+                                                  ROOT / "perf" / "bench_train_cpu.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--repeat", "1", "--inner", "1", "--out", str(tmp_path)]) == 0
+    assert "ms per training step" in capsys.readouterr().out
+    data = json.loads((tmp_path / "bench_train_cpu.json").read_text())
+    assert data["schema"] == "tgrad-bench-train-cpu/1"
+    assert [r["case"] for r in data["results"]] == ["mlp_adam", "cnn_sgd"]
+    assert all(r["tgrad_ms"] > 0 for r in data["results"])

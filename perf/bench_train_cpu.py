@@ -1,0 +1,112 @@
+"""Whole training steps on the CPU (zero_grad + forward + backward + optimizer step), ms per
+step, best of ``--repeat`` rounds of ``--inner`` steps after ``--inner`` warm-up steps:
+
+    mlp_adam  4 x (Linear(256, 256) + ReLU) + Linear(256, 10), batch 64 float32,
+              cross_entropy, Adam (lr 1e-3)
+    cnn_sgd   Conv2d(3, 16, 3, p=1)-BatchNorm2d-ReLU-MaxPool2d(2), Conv2d(16, 32, 3, p=1)-
+              BatchNorm2d-ReLU-MaxPool2d(2), Flatten, Linear(2048, 10); batch 32 of 3x32x32
+              float32, cross_entropy, SGD (lr 1e-2, momentum 0.9)
+
+    python perf/bench_train_cpu.py                          # table + perf/out/bench_train_cpu.json
+    OPENBLAS_NUM_THREADS=1 python perf/bench_train_cpu.py --compare torch --out ''
+
+``--compare torch`` builds the same models in PyTorch eager (one thread) and times them in
+the same run (tgrad never imports torch, only this script does). Set OPENBLAS_NUM_THREADS=1
+for a one-thread comparison (NumPy's matmul uses OpenBLAS's threads otherwise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "perf"))
+from _report import header, save  # noqa: E402
+
+
+def _mlp_adam(lib, rng):
+    nn = lib.nn
+    layers = []
+    for _ in range(4):
+        layers += [nn.Linear(256, 256), nn.ReLU()]
+    model = nn.Sequential(*layers, nn.Linear(256, 10))
+    opt = lib.optim.Adam(model.parameters(), lr=1e-3)
+    x = lib.tensor(rng.standard_normal((64, 256)).astype(np.float32))
+    y = lib.tensor(rng.integers(0, 10, 64))
+    return model, opt, x, y
+
+
+def _cnn_sgd(lib, rng):
+    nn = lib.nn
+    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                          nn.MaxPool2d(2), nn.Conv2d(16, 32, 3, padding=1),
+                          nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                          nn.Linear(32 * 8 * 8, 10))
+    opt = lib.optim.SGD(model.parameters(), lr=1e-2, momentum=0.9)
+    x = lib.tensor(rng.standard_normal((32, 3, 32, 32)).astype(np.float32))
+    y = lib.tensor(rng.integers(0, 10, 32))
+    return model, opt, x, y
+
+
+CASES = {"mlp_adam": _mlp_adam, "cnn_sgd": _cnn_sgd}
+
+
+def step_ms(lib, case: str, repeat: int, inner: int) -> float:
+    """Best ms per training step of ``case`` built with ``lib`` (tgrad or torch)."""
+    model, opt, x, y = CASES[case](lib, np.random.default_rng(0))
+
+    def step():
+        opt.zero_grad()
+        lib.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    for _ in range(inner):
+        step()
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(inner):
+            step()
+        best = min(best, (time.perf_counter() - start) / inner)
+    return best * 1e3
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--cases", default=",".join(CASES), help="comma list of " + ", ".join(CASES))
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--inner", type=int, default=5)
+    p.add_argument("--compare", default="", help="torch: time PyTorch eager in the same run")
+    p.add_argument("--out", default=str(ROOT / "perf" / "out"))
+    args = p.parse_args(argv)
+    import tgrad
+    torch = None
+    if args.compare == "torch":
+        import torch
+        torch.set_num_threads(1)
+    rows = []
+    for case in args.cases.split(","):
+        row = {"case": case, "tgrad_ms": step_ms(tgrad, case, args.repeat, args.inner)}
+        if torch is not None:
+            row["torch_ms"] = step_ms(torch, case, args.repeat, args.inner)
+            row["ratio"] = row["tgrad_ms"] / row["torch_ms"]
+        rows.append(row)
+    from tabulate import tabulate
+    print("ms per training step (zero_grad + forward + backward + step)")
+    print(tabulate([list(r.values()) for r in rows], headers=list(rows[0]), floatfmt=".2f"))
+    if args.out:
+        report = header("tgrad-bench-train-cpu/1")
+        report.update(numpy=np.__version__, results=rows)
+        save(report, args.out, "bench_train_cpu.json")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
