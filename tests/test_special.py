@@ -954,3 +954,18 @@ def test_cpu_numpy_forwards_keep_the_layout_and_gradients():
         assert gradcheck(fn, (t,)) and gradgradcheck(fn, (t,))
     u = tgrad.tensor([-0.97, -0.6, 0.1, 0.55, 0.999], dtype=F64, requires_grad=True)
     assert gradcheck(tgrad.erfinv, (u,)) and gradgradcheck(tgrad.erfinv, (u,))
+
+
+def test_polygamma_at_the_top_of_float_range():
+    # log2 of the floats just below 2^1024 rounds to 1024.0: the scale b = 2^floor(log2 x)
+    # was 2^1024 = inf and polygamma(n >= 1, x) +-inf (1.8e308: n = 1 gave inf, not 5.6e-309);
+    # e is at most 1023 (b <= x still). The NumPy form and the composite (the GPU's ops)
+    top = np.finfo(np.float64).max
+    xs = [top, np.nextafter(top, 0.0), top * (1 - 2.0 ** -45), 2.0 ** 1023, 1e308]
+    from tgrad.ops.special import _polygamma_pos
+    for n in (1, 2, 3, 10, 150, 171, 300):
+        ours = _poly(n, xs)
+        comp = _polygamma_pos(n, tgrad.tensor(np.asarray(xs), dtype=F64)).numpy()
+        for x, got, got_c in zip(xs, ours, comp):
+            ref = _decimal_polygamma(n, x)
+            assert got == ref and got_c == ref, (n, x, got, got_c, ref)

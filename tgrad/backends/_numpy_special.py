@@ -259,14 +259,15 @@ def _polygamma_pos(n: int, x: np.ndarray) -> np.ndarray:
     recurrence psi^(n)(x) = psi^(n)(x + 1) + (-1)^(n+1) n! / x^(n+1) up to x >= 10 + n
     (only on the elements below), then the asymptotic series; digamma on [1.25, 2.75) by
     the series of psi(2 + z); for n >= 1 past special.polygamma_scaled_from(n) every term
-    scaled by b^(n+1), b = 2^floor(log2 x) (a block with no such x: b = 1, skipped)."""
+    scaled by b^(n+1), b = 2^min(floor(log2 x), 1023) (a block with no such x: b = 1, skipped)."""
     top = 10.0 + n
     acc, z = x * 0.0, np.where(x > 0.0, x, 1.0)
     b = e = None
     if n:
         scaled = z > polygamma_scaled_from(n)
         if scaled.any():
-            e = np.where(scaled, np.floor(np.log2(z)), 0.0)
+            # (<= 1023: log2 of the floats just below 2^1024 rounds to 1024.0, b = inf)
+            e = np.where(scaled, np.minimum(np.floor(np.log2(z)), 1023.0), 0.0)
             b = np.exp2(e)
     rec = np.flatnonzero(z < top)
     if rec.size:

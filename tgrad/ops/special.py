@@ -16,8 +16,9 @@ Maths (x > 0, after the reflections x -> 1 - x for x < 0):
   relative to ~1e-15, also near the roots 1 and 2.
 - digamma / polygamma: the recurrence psi^(n)(x) = psi^(n)(x + 1) + (-1)^(n+1) n! / x^(n+1)
   up to x >= 10 + n, then the asymptotic (Euler-Maclaurin) series (for n >= 1 scaled by
-  2^(e (n+1)), e = floor(log2 x), with n! as mantissa * 2^exponent); digamma on [1.25, 2.75)
-  (around its root 1.4616, where the recurrence's sum cancels) by the series of psi(2 + z).
+  2^(e (n+1)), e = min(floor(log2 x), 1023), with n! as mantissa * 2^exponent); digamma on
+  [1.25, 2.75) (around its root 1.4616, where the recurrence's sum cancels) by the series of
+  psi(2 + z).
 - reflections, with r = x - round(x) (exact) so that pi r carries no rounding error:
   lgamma(x) = log(pi / |sin(pi r)|) - lgamma(1 - x); where its terms cancel (around the roots
   in (-20, -2)), lgamma(x) - lgamma(x0) about the nearer root x0 (``_lgamma_near_roots``);
@@ -257,7 +258,9 @@ def _polygamma_pos(n: int, x: Tensor) -> Tensor:
     if n:  # past polygamma_scaled_from(n) the sum is scaled by b^(n+1), b = 2^e ~ x (exact),
         # so that neither n! nor the terms z^-(n+1) leave float range where psi^(n)(x) does
         # not; elsewhere b = 1 (the terms unscaled)
-        e = ew.where(ew.gt(z, polygamma_scaled_from(n)), ew.floor(ew.log2(z)), 0.0)
+        # (at most 1023: log2 of the floats just below 2^1024 rounds to 1024.0, b = inf)
+        e = ew.where(ew.gt(z, polygamma_scaled_from(n)),
+                     ew.clamp(ew.floor(ew.log2(z)), max=1023.0), 0.0)
         b = ew.exp2(e)
     for _ in range(int(top)):  # the recurrence up to z >= top: acc += 1/z or (z/b)^-(n+1)
         up = ew.lt(z, top)
