@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import json
 import sys
+import time
 from pathlib import Path
 
 
@@ -21,3 +22,18 @@ def save(report: dict, out_dir, name: str) -> Path:
     path.write_text(json.dumps(report, indent=1))
     print(f"wrote {path}")
     return path
+
+
+def best_ms(fn, repeat: int, inner: int = 1, warmup: int = 1,
+            clock=time.perf_counter) -> float:
+    """Best ms per call of ``fn`` over ``repeat`` rounds of ``inner`` calls, after
+    ``warmup`` calls (``clock``: wall time, or time.process_time for CPU time)."""
+    for _ in range(warmup):
+        fn()
+    best = float("inf")
+    for _ in range(repeat):
+        start = clock()
+        for _ in range(inner):
+            fn()
+        best = min(best, (clock() - start) / inner)
+    return best * 1e3

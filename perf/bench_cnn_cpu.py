@@ -32,20 +32,17 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "perf"))
+from _report import best_ms  # noqa: E402
+
+
+def _cpu_ms(fn, repeat: int, inner: int) -> float:
+    """Best CPU-time ms per call (two warm-up calls): best_ms on time.process_time."""
+    return best_ms(fn, repeat, inner, warmup=2, clock=time.process_time)
+
+
 CONVS = (((32, 3, 32, 32), 16), ((32, 16, 16, 16), 32))
 NORMS = ((32, 16, 32, 32), (32, 32, 16, 16))
-
-
-def _best_ms(fn, repeat: int, inner: int) -> float:
-    for _ in range(2):
-        fn()
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.process_time()
-        for _ in range(inner):
-            fn()
-        best = min(best, (time.process_time() - start) / inner)
-    return best * 1e3
 
 
 def _cnn_step(m, x: np.ndarray, y: np.ndarray):
@@ -77,7 +74,7 @@ def _child(lib: str, part: str, repeat: int, inner: int) -> dict:
     if part == "step":
         step = _cnn_step(m, rng.standard_normal((32, 3, 32, 32)).astype(np.float32),
                          rng.integers(0, 10, 32))
-        return {"cnn step": _best_ms(step, repeat, inner)}
+        return {"cnn step": _cpu_ms(step, repeat, inner)}
     res = {}
     for xs, o in CONVS:
         x, w, b = (m.tensor(rng.standard_normal(s).astype(np.float32), requires_grad=True)
@@ -92,8 +89,8 @@ def _child(lib: str, part: str, repeat: int, inner: int) -> dict:
             x.grad = w.grad = b.grad = None
             functional.conv2d(x, w, b, padding=1).backward(g)
         name = f"conv2d {xs} -> {o}"
-        res[name + " fwd"] = _best_ms(fwd, repeat, inner)
-        res[name + " fwd+bwd"] = _best_ms(both, repeat, inner)
+        res[name + " fwd"] = _cpu_ms(fwd, repeat, inner)
+        res[name + " fwd+bwd"] = _cpu_ms(both, repeat, inner)
     for xs in NORMS:
         x = m.tensor(rng.standard_normal(xs).astype(np.float32), requires_grad=True)
         bn = m.nn.BatchNorm2d(xs[1])
@@ -106,8 +103,8 @@ def _child(lib: str, part: str, repeat: int, inner: int) -> dict:
         def both(x=x, bn=bn, g=g):
             x.grad = bn.weight.grad = bn.bias.grad = None
             bn(x).backward(g)
-        res[f"batch_norm2d {xs} fwd"] = _best_ms(fwd, repeat, inner)
-        res[f"batch_norm2d {xs} fwd+bwd"] = _best_ms(both, repeat, inner)
+        res[f"batch_norm2d {xs} fwd"] = _cpu_ms(fwd, repeat, inner)
+        res[f"batch_norm2d {xs} fwd+bwd"] = _cpu_ms(both, repeat, inner)
     return res
 
 

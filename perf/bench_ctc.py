@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -21,18 +20,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "perf"))
-from _report import header, save  # noqa: E402
-
-
-def _best_ms(fn, repeat: int, inner: int) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        best = min(best, (time.perf_counter() - start) / inner)
-    return best * 1e3
+from _report import best_ms, header, save  # noqa: E402
 
 
 def cases(lib: str, x: np.ndarray, targets: np.ndarray) -> tuple:
@@ -77,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     targets = rng.integers(1, args.classes, (args.batch, args.target))
     libs = ["tgrad"] + ([args.compare] if args.compare else [])
     rows = [{"lib": lib, **dict(zip(("fwdbwd_ms", "fwd_nograd_ms"),
-                                    (_best_ms(f, args.repeat, args.inner)
+                                    (best_ms(f, args.repeat, args.inner)
                                      for f in cases(lib, x, targets))))} for lib in libs]
     print(f"T={args.frames} N={args.batch} C={args.classes} S={args.target} {args.dtype}, "
           f"best of {args.repeat} x {args.inner} (ms)")

@@ -21,24 +21,16 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "perf"))
+from _report import best_ms  # noqa: E402
+
 MODES = ("bicubic", "bilinear", "nearest")
 DTYPES = ("float64", "float32")
-
-
-def _best_ms(fn, repeat: int) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best * 1e3
 
 
 def _child(lib: str, shape: tuple, grid_shape: tuple, repeat: int, cases: list) -> dict:
@@ -64,7 +56,7 @@ def _child(lib: str, shape: tuple, grid_shape: tuple, repeat: int, cases: list) 
 
         def fwd(mode=mode, x=x, g=g):
             fn(m.tensor(x), m.tensor(g), mode=mode, align_corners=False)
-        res[case] = [_best_ms(both, repeat), _best_ms(fwd, repeat)]
+        res[case] = [best_ms(both, repeat), best_ms(fwd, repeat)]
     return res
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -25,19 +24,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "perf"))
-from _report import header, save  # noqa: E402
+from _report import best_ms, header, save  # noqa: E402
 
 MODULES = ("LSTM", "GRU", "RNN")
-
-
-def _best_ms(fn, repeat: int) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best * 1e3
 
 
 def held_mb(fwd) -> float:
@@ -93,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     x = np.random.default_rng(0).standard_normal(
         (args.length, args.batch, args.hidden)).astype(np.float32)
     libs = ["tgrad"] + ([args.compare] if args.compare else [])
-    timed = {lib: {name: [_best_ms(f, args.repeat) for f in fns[:2]] + [held_mb(fns[2])]
+    timed = {lib: {name: [best_ms(f, args.repeat) for f in fns[:2]] + [held_mb(fns[2])]
                    for name, fns in cases(lib, x, args.hidden).items()} for lib in libs}
     rows = []
     for name in MODULES:

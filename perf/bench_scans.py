@@ -14,22 +14,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-import time
+from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # (perf/: the report helpers only)
+from _report import best_ms  # noqa: E402
+
 OPS = ("cumprod", "logcumsumexp")
-
-
-def _best_ms(fn, repeat: int, inner: int) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        best = min(best, (time.perf_counter() - start) / inner)
-    return best * 1e3
 
 
 def _closures(m, op: str, data: np.ndarray) -> tuple:
@@ -65,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     for op in OPS:
         line = [f"{op:13s}"]
         for lib in libs:
-            fb, f = (_best_ms(c, args.repeat, args.inner)
+            fb, f = (best_ms(c, args.repeat, args.inner)
                      for c in _closures(mods[lib], op, data[op]))
             line.append(f"{lib} fwd+bwd {fb:7.3f} fwd {f:6.3f}")
         print(" | ".join(line))

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "perf"))
-from _report import header, save  # noqa: E402
+from _report import best_ms, header, save  # noqa: E402
 
 
 def _mlp_adam(lib, rng):
@@ -66,15 +65,7 @@ def step_ms(lib, case: str, repeat: int, inner: int) -> float:
         lib.nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
 
-    for _ in range(inner):
-        step()
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(inner):
-            step()
-        best = min(best, (time.perf_counter() - start) / inner)
-    return best * 1e3
+    return best_ms(step, repeat, inner, warmup=inner)
 
 
 def main(argv: list[str] | None = None) -> int:
