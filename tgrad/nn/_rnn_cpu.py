@@ -39,6 +39,8 @@ from tgrad.autograd.function import Function, differentiable_formula, fw_level
 from tgrad.autograd.grad_mode import STATE, enable_grad
 from tgrad.backends.numpy import _sigmoid
 from tgrad.backends.numpy import relu_backward as _relu_backward
+from tgrad.backends.numpy import sigmoid_backward as _sig_bw
+from tgrad.backends.numpy import tanh_backward as _tanh_bw
 from tgrad.ops._common import wrap
 from tgrad.ops.reduce import sum_to
 from tgrad.tensor import Tensor
@@ -76,20 +78,6 @@ def usable(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, weights: tuple,
             and h0.shape == (n, hout)
             and (c0 is None) == (mode != "LSTM") and (c0 is None or c0.shape == (n, hs))
             and (w_hr.shape == (hout, hs) if w_hr is not None else hout == hs))
-
-
-# ---------------------------------------------------------------- NumPy primitives
-# The backend's paired backward formulas (tgrad/backends/numpy.py), the same operations
-def _tanh_bw(g, y):
-    """g (1 - y^2) with y = tanh(x) (numpy.tanh_backward's values)."""
-    t = np.multiply(y, y)
-    np.subtract(1, t, out=t)
-    return np.multiply(g, t, out=t)
-
-
-def _sig_bw(g, y):
-    """g y (1 - y) with y = sigmoid(x) (numpy.sigmoid_backward's values)."""
-    return g * y * (1 - y)
 
 
 def _acc(a, b):
