@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_nn_rnn_fused import graph_node_names
 
 import tgrad
 import tgrad.nn as nn
@@ -27,18 +28,6 @@ CONFIGS = [
     (nn.GRU, {"bias": False}),
     (nn.RNN, {"bidirectional": True}), (nn.RNN, {"nonlinearity": "relu", "num_layers": 2}),
 ]
-
-
-def _names(t) -> list:
-    names, stack, seen = [], [t.grad_fn], set()
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        names.append(type(node).__name__)
-        stack.extend(n for n, _ in node.next_functions)
-    return names
 
 
 def _run(monkeypatch, fast: bool, cls, kw: dict, dtype, lengths=None, n=3, length=4,
@@ -77,7 +66,7 @@ def _run(monkeypatch, fast: bool, cls, kw: dict, dtype, lengths=None, n=3, lengt
     values = [y.detach().numpy()] + [s.detach().numpy() for s in st]
     grads = {f"leaf{k}": t.grad.numpy() for k, t in enumerate(leaves)}
     grads.update({k: p.grad.numpy() for k, p in m.named_parameters()})
-    return values, grads, _names(y)
+    return values, grads, graph_node_names(y)
 
 
 def _compare(old, new, dtype) -> None:
@@ -171,7 +160,7 @@ def _small(cls, kw, packed: bool):
 @pytest.mark.parametrize("packed", [False, True])
 def test_gradcheck_and_gradgradcheck(cls, kw, packed):
     f, inputs = _small(cls, kw, packed)
-    assert "RnnLayerBackward0" in _names(f(*inputs)[0])
+    assert "RnnLayerBackward0" in graph_node_names(f(*inputs)[0])
     assert gradcheck(f, inputs)
     assert gradgradcheck(f, inputs)
 
@@ -216,7 +205,7 @@ def test_forward_ad_and_profiler_keep_the_per_step_path():
     np.testing.assert_allclose(jvp.detach().numpy(), fd.numpy(), rtol=1e-6, atol=1e-8)
     with tgrad.profiler.profile() as prof:
         y = m(x.requires_grad_())[0]
-    assert "ThnnFusedGruCellBackward0" in _names(y)
+    assert "ThnnFusedGruCellBackward0" in graph_node_names(y)
     assert prof is not None
 
 

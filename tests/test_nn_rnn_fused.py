@@ -172,6 +172,19 @@ def test_nan_and_inf_follow_numpy():
                                                          np.array([[0.5, np.inf]])))
 
 
+def graph_node_names(t) -> list:
+    """The class names of every node of t's graph (each node once)."""
+    names, stack, seen = [], [t.grad_fn], set()
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        names.append(type(node).__name__)
+        stack.extend(n for n, _ in node.next_functions)
+    return names
+
+
 def test_modules_record_one_fused_node_per_step(monkeypatch):
     # the per-step path (on the CPU a whole direction is one node, tgrad/nn/_rnn_cpu.py;
     # the per-step path runs on cuda, under create_graph, forward AD and the profiler)
@@ -182,16 +195,7 @@ def test_modules_record_one_fused_node_per_step(monkeypatch):
     x = tgrad.randn(5, 2, 3, dtype=tgrad.float64, requires_grad=True)
     out, (h, c) = m(x)
     assert type(c.grad_fn).__name__ == "StackBackward0"
-    names = []
-    stack = [out.grad_fn]
-    seen = set()
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        names.append(type(node).__name__)
-        stack.extend(n for n, _ in node.next_functions)
+    names = graph_node_names(out)
     assert names.count("ThnnFusedLstmCellBackward0") == 5
     assert "SigmoidBackward0" not in names
     # per step an addmm and the gates; w_ih and w_hh transposed once each for the sequence
