@@ -216,3 +216,35 @@ def test_in_place_change_of_w_hh_after_the_forward_is_an_error():
         m.weight_hh_l0.mul_(2.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+@pytest.mark.parametrize("changed", ["x", "h0"])
+def test_create_graph_refuses_an_input_changed_in_place_after_the_forward(changed):
+    # The create_graph backward recomputes the per-step path from the node's inputs: an
+    # input changed in place since the forward would give gradients of other values, so it
+    # raises PyTorch's in-place error (naming the tensor's version) instead.
+    m = nn.GRU(3, 4, dtype=tgrad.float64)
+    base = tgrad.randn(5, 2, 3, dtype=tgrad.float64, requires_grad=True)
+    h_base = tgrad.randn(1, 2, 4, dtype=tgrad.float64, requires_grad=True)
+    x, h0 = base * 1.0, h_base * 1.0
+    y, _ = m(x, h0)
+    assert "RnnLayerBackward0" in graph_node_names(y)
+    with tgrad.no_grad():
+        (x if changed == "x" else h0).add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation.*expected "
+                                           "version 0 instead"):
+        tgrad.autograd.grad((y * y).sum(), [m.weight_hh_l0], create_graph=True)
+
+
+def test_create_graph_after_an_untouched_forward_still_matches_finite_differences():
+    m = nn.GRU(3, 4, dtype=tgrad.float64)
+    x = tgrad.randn(5, 2, 3, dtype=tgrad.float64, requires_grad=True)
+    y, _ = m(x)
+    (g,) = tgrad.autograd.grad((y * y).sum(), [x], create_graph=True)
+    eps, d = 1e-6, np.zeros((5, 2, 3))
+    d[2, 1, 0] = 1.0
+    with tgrad.no_grad():
+        def loss(v):
+            return float((m(tgrad.tensor(v))[0] ** 2).sum())
+        fd = (loss(x.numpy() + eps * d) - loss(x.numpy() - eps * d)) / (2 * eps)
+    np.testing.assert_allclose(g.detach().numpy()[2, 1, 0], fd, rtol=1e-7)

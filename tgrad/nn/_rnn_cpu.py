@@ -37,6 +37,7 @@ from tgrad import dtypes
 from tgrad.autograd import profiler_hooks
 from tgrad.autograd.function import Function, differentiable_formula, fw_level
 from tgrad.autograd.grad_mode import STATE, enable_grad
+from tgrad.autograd.node import SavedTensor
 from tgrad.backends.numpy import _sigmoid
 from tgrad.backends.numpy import relu_backward as _relu_backward
 from tgrad.backends.numpy import sigmoid_backward as _sig_bw
@@ -269,7 +270,7 @@ class _RnnLayerCpu(Function):
 
     name = "_rnn_layer_cpu"
     node_name = "RnnLayerBackward0"
-    released_attributes = ("ws", "args")
+    released_attributes = ("ws", "args", "arg_saves")
 
     @staticmethod
     def forward(ctx, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, sizes, reverse):
@@ -294,6 +295,9 @@ class _RnnLayerCpu(Function):
                                   w_hr)
             ctx.ws, ctx.steps, ctx.offs = ws, steps, offs
             ctx.args = (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, sizes, reverse)
+            # each input's version now: the create_graph rebuild recomputes from them
+            ctx.arg_saves = tuple(None if t is None else SavedTensor(t, False)
+                                  for t in (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr))
         return res
 
     @staticmethod
@@ -351,11 +355,14 @@ def _rows_sum(g, dev):
 
 def _rebuilt_grads(ctx, grads: tuple) -> tuple:
     """create_graph (or forward AD over the backward): the per-step path rebuilt from the
-    inputs and differentiated with create_graph, so the gradients are differentiable."""
+    inputs and differentiated with create_graph, so the gradients are differentiable. The
+    inputs must be unchanged since the forward (their versions are checked)."""
     from tgrad.autograd import grad
     from tgrad.nn._rnn import _layer_steps
-    x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, sizes, reverse = ctx.args
-    inputs = (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
+    mode, sizes, reverse = ctx.args[8:]
+    # (an input changed in place since the forward raises PyTorch's in-place error)
+    inputs = tuple(None if s is None else s.unpack(ctx) for s in ctx.arg_saves)
+    x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr = inputs
     need = [k for k in range(8) if ctx.needs_input_grad[k]]
     with enable_grad():
         outs = _layer_steps(mode, x, h0, c0, (w_ih, w_hh, b_ih, b_hh, w_hr), sizes, reverse)
