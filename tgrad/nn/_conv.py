@@ -33,6 +33,7 @@ from tgrad._autocast import autocast_policy, max_pool3d_cpu_policy
 from tgrad.autograd import function as _function
 from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import is_grad_enabled
+from tgrad.backends import _numpy_conv as _np_conv
 from tgrad.backends import _numpy_pool as _np_pool
 from tgrad.nn._composite import pad as _pad
 from tgrad.nn._piecewise import _Attach
@@ -308,6 +309,13 @@ def _conj(t: Tensor) -> Tensor:
     return t.conj() if t.dtype.is_complex else t
 
 
+def _fast_conv(x: Tensor) -> bool:
+    """Whether Convolution runs the NumPy primitives (tgrad/backends/_numpy_conv.py) on
+    ``x``: a CPU tensor of a real dtype they take (float32/float64; weight and bias have
+    x's dtype and device, _check_like_input)."""
+    return x.device.type == "cpu" and x.dtype.np in _np_conv.FAST_DTYPES
+
+
 def _bias_grad(g: Tensor, spatial: int) -> Tensor:
     """db = g (N, O, *out) summed over N and the spatial dims: a contiguous g as its
     (N, O, L) view over (0, 2), one pass (a pairwise sum per output plane, running over N;
@@ -352,8 +360,15 @@ class Convolution(Function):
     def forward(ctx, x, weight, bias, geometry):
         ctx.save_for_backward(x, weight)
         ctx.geometry_in = (geometry, 0 if bias is None else weight.shape[0])  # (0,): no bias
+        ctx.np_cols = None  # the fast path's columns (a _numpy_conv workspace array)
         x2, w2, geometry2 = _as_2d(x, weight, geometry)
         kernel, stride, dilation, pads, groups, out = geometry2
+        if _fast_conv(x):  # the same values from NumPy directly (_numpy_conv)
+            y, ctx.np_cols = _np_conv.conv_fwd(
+                x2._data, w2._data, None if bias is None else bias._data, kernel, stride,
+                dilation, pads, groups, out, bool(ctx.needs_input_grad[1]))
+            ctx.cols, ctx.half = None, None
+            return wrap(y.reshape((y.shape[0], weight.shape[0]) + geometry[5]), x.device)
         xp = _padded(x2, pads)
         (xp, w2, bias), half = widen_halves(xp, w2, bias)  # halves: float32, rounded once
         y, cols = _conv_core(xp, w2, groups, kernel, stride, dilation, out)
@@ -378,6 +393,15 @@ class Convolution(Function):
         gx = gw = gb = None
         if need_b:  # the sum over N and the spatial dims
             gb = rounded_to(_bias_grad(g, spatial), half)
+        np_cols, ctx.np_cols = ctx.np_cols, None  # (a second backward rebuilds them)
+        if _fast_conv(x) and not differentiable_formula():  # the same sums in NumPy
+            gx, gw = _np_conv.conv_bwd(g._data.reshape((n, out_ch) + out), x2._data, w2._data,
+                                       np_cols, kernel, stride, dilation, pads, groups,
+                                       bool(need_x), bool(need_w))
+            return (None if gx is None else wrap(gx.reshape(x.shape), g.device),
+                    None if gw is None else wrap(gw.reshape(weight.shape), g.device), gb, None)
+        if np_cols is not None:  # (the composite below rebuilds its own)
+            _np_conv.WORKSPACE.give("cols", np_cols)
         gm = g.reshape(n, groups, out_ch // groups, math.prod(out))  # (N, G, O/G, L)
         if need_w:
             cols = ctx.cols

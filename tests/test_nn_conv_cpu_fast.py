@@ -1,0 +1,237 @@
+"""The CPU primitives of a convolution (tgrad/backends/_numpy_conv.py, taken by Convolution in
+tgrad/nn/_conv.py for float32/float64 CPU tensors) against the composite they replace
+(Im2Col, the batched matmuls, Col2Im and the crop), forced by monkeypatching
+``_conv._fast_conv``: bit-identical outputs and gradients over 1-, 2- and 3-d kernels,
+strides, padding (also 'same'), dilation, groups, non-contiguous inputs and gradients,
+NaN / inf / -0.0 values, unbatched and empty inputs; the workspace (its arrays are never a
+tensor's memory, reuse across calls and a retained graph's second backward), gradcheck
+and gradgradcheck in float64 (the create_graph path), forward-mode AD, and halves still
+taking the composite."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tgrad
+import tgrad.nn.functional as F
+from tgrad.autograd import forward_ad, gradcheck, gradgradcheck
+from tgrad.backends import _numpy_conv
+from tgrad.nn import _conv
+
+CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+
+# (x shape, weight shape, kwargs)
+CASES = [
+    ((32, 3, 32, 32), (16, 3, 3, 3), dict(padding=1)),
+    ((4, 16, 16, 16), (32, 16, 3, 3), dict(padding=1)),
+    ((3, 4, 9, 11), (6, 2, 3, 2), dict(padding=(2, 1), stride=(2, 3), dilation=(1, 2),
+                                       groups=2)),
+    ((2, 3, 8, 8), (4, 3, 3, 3), dict(padding=3, dilation=3)),
+    ((2, 4, 6, 7), (4, 1, 3, 3), dict(padding="same", groups=4)),
+    ((2, 3, 5, 5), (4, 3, 5, 5), dict()),
+    ((2, 3, 6, 5), (5, 3, 1, 1), dict(stride=2)),
+    ((2, 3, 7), (4, 3, 3), dict(padding=2, stride=2)),
+    ((2, 2, 5, 6, 7), (3, 2, 2, 3, 2), dict(padding=1, stride=(1, 2, 1))),
+    ((0, 3, 5, 5), (4, 3, 3, 3), dict(padding=1)),
+    ((3, 5, 5), (4, 3, 3, 3), dict(padding=1)),  # unbatched
+]
+
+
+def _values(shape: tuple, dt, special: bool, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(shape).astype(dt)
+    if special and a.size:
+        flat = a.reshape(-1)
+        flat[::7] = -0.0
+        flat[3::41] = np.inf
+        flat[5::53] = np.nan
+    return a
+
+
+def _run(xs, ws, kw, dt, *, bias: bool, special: bool, noncontig: bool, need_x: bool = True,
+         need_w: bool = True) -> list:
+    """[y, dx, dw, db] as bytes (None where no gradient is asked for)."""
+    spatial = len(ws) - 2
+    x_np = _values(xs, dt, special, 0)
+    if noncontig:  # a transposed view of a contiguous copy
+        x = tgrad.tensor(np.ascontiguousarray(np.swapaxes(x_np, -1, -2))).transpose(-1, -2)
+    else:
+        x = tgrad.tensor(x_np)
+    w = tgrad.tensor(_values(ws, dt, False, 1))
+    b = tgrad.tensor(_values((ws[0],), dt, False, 2)) if bias else None
+    x.requires_grad_(need_x)
+    w.requires_grad_(need_w)
+    if b is not None:
+        b.requires_grad_(True)
+    y = CONV[spatial](x, w, b, **kw)
+    g_np = _values(tuple(y.shape), dt, special, 3)
+    g = tgrad.tensor(g_np)
+    if noncontig and g_np.ndim >= 2:
+        g = tgrad.tensor(np.ascontiguousarray(np.swapaxes(g_np, -1, -2))).transpose(-1, -2)
+    y.backward(g)
+    return [y.detach().numpy().tobytes()] + [
+        None if t is None or t.grad is None else t.grad.numpy().tobytes() for t in (x, w, b)]
+
+
+def _both(monkeypatch, *args, **kw) -> tuple:
+    fast = _run(*args, **kw)
+    with monkeypatch.context() as m:
+        m.setattr(_conv, "_fast_conv", lambda t: False)
+        slow = _run(*args, **kw)
+    return fast, slow
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_conv_fast_path_is_bit_identical_to_the_composite(monkeypatch, dt, case):
+    xs, ws, kw = CASES[case]
+    for bias, special, noncontig in ((True, False, False), (False, True, True),
+                                     (True, True, False)):
+        fast, slow = _both(monkeypatch, xs, ws, kw, dt, bias=bias, special=special,
+                           noncontig=noncontig)
+        assert fast == slow, (xs, ws, kw, bias, special, noncontig)
+
+
+@pytest.mark.parametrize("need_x, need_w", [(False, True), (True, False)])
+def test_conv_fast_path_with_one_gradient_is_bit_identical(monkeypatch, need_x, need_w):
+    fast, slow = _both(monkeypatch, (4, 3, 9, 9), (5, 3, 3, 3), dict(padding=1),
+                       np.float32, bias=True, special=False, noncontig=False, need_x=need_x,
+                       need_w=need_w)
+    assert fast == slow
+    assert (fast[1] is None) != need_x and (fast[2] is None) != need_w
+
+
+def test_conv_values_and_gradients_against_float64_loops():
+    """An independent reference: the direct sums in float64 (2-d, stride 2, padding 1)."""
+    rng = np.random.default_rng(5)
+    x_np = rng.standard_normal((2, 3, 7, 6))
+    w_np = rng.standard_normal((4, 3, 3, 2))
+    x = tgrad.tensor(x_np, requires_grad=True)
+    w = tgrad.tensor(w_np, requires_grad=True)
+    y = F.conv2d(x, w, stride=2, padding=1)
+    xp = np.pad(x_np, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    oh, ow = y.shape[2:]
+    ref = np.zeros((2, 4, oh, ow))
+    g = rng.standard_normal(ref.shape)
+    dxp, dw = np.zeros_like(xp), np.zeros_like(w_np)
+    for i in range(oh):
+        for j in range(ow):
+            win = xp[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 2]
+            ref[:, :, i, j] = np.einsum("nckl,ockl->no", win, w_np)
+            dw += np.einsum("no,nckl->ockl", g[:, :, i, j], win)
+            dxp[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 2] += np.einsum("no,ockl->nckl",
+                                                                     g[:, :, i, j], w_np)
+    y.backward(tgrad.tensor(g))
+    np.testing.assert_allclose(y.detach().numpy(), ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), dxp[:, :, 1:-1, 1:-1], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), dw, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("xs, ws, kw", [((2, 2, 5, 4), (3, 2, 3, 2), dict(padding=1,
+                                                                           stride=(2, 1))),
+                                        ((2, 4, 5), (4, 2, 3), dict(padding=1, groups=2)),
+                                        ((1, 2, 3, 4, 3), (2, 2, 2, 2, 2), dict(padding=1))])
+def test_conv_gradcheck_and_gradgradcheck_float64(xs, ws, kw):
+    rng = np.random.default_rng(7)
+    x = tgrad.tensor(rng.standard_normal(xs), requires_grad=True)
+    w = tgrad.tensor(rng.standard_normal(ws), requires_grad=True)
+    b = tgrad.tensor(rng.standard_normal(ws[0]), requires_grad=True)
+    fn = CONV[len(ws) - 2]
+
+    def f(x, w, b):
+        return fn(x, w, b, **kw)
+    assert gradcheck(f, (x, w, b))
+    assert gradgradcheck(f, (x, w, b))
+
+
+def test_conv_forward_ad_matches_the_finite_difference():
+    rng = np.random.default_rng(8)
+    x_np, w_np = rng.standard_normal((2, 3, 6, 6)), rng.standard_normal((4, 3, 3, 3))
+    tx, tw = rng.standard_normal(x_np.shape), rng.standard_normal(w_np.shape)
+    with forward_ad.dual_level():
+        x = forward_ad.make_dual(tgrad.tensor(x_np), tgrad.tensor(tx))
+        w = forward_ad.make_dual(tgrad.tensor(w_np), tgrad.tensor(tw))
+        tangent = forward_ad.unpack_dual(F.conv2d(x, w, padding=1)).tangent.numpy()
+    # the convolution is bilinear: d = conv(tx, w) + conv(x, tw)
+    ref = (F.conv2d(tgrad.tensor(tx), tgrad.tensor(w_np), padding=1)
+           + F.conv2d(tgrad.tensor(x_np), tgrad.tensor(tw), padding=1)).numpy()
+    np.testing.assert_allclose(tangent, ref, rtol=1e-12, atol=1e-12)
+
+
+def test_workspace_arrays_are_never_a_tensors_memory_and_are_reused():
+    _numpy_conv.WORKSPACE.clear()
+    rng = np.random.default_rng(9)
+    x = tgrad.tensor(rng.standard_normal((4, 3, 8, 8)).astype(np.float32), requires_grad=True)
+    w = tgrad.tensor(rng.standard_normal((5, 3, 3, 3)).astype(np.float32), requires_grad=True)
+    results = []
+    for _ in range(3):
+        x.grad = w.grad = None
+        y = F.conv2d(x, w, padding=1)
+        y.backward(tgrad.ones_like(y))
+        results.append((y, x.grad, w.grad))
+    kept = [a for arrays in _numpy_conv.WORKSPACE._kept.values() for a in arrays]
+    assert kept and _numpy_conv.WORKSPACE.nbytes == sum(a.nbytes for a in kept)
+    for ts in results:
+        for t in ts:
+            assert not any(np.shares_memory(t.detach().numpy(), a) for a in kept)
+    first = [t.detach().numpy().copy() for t in results[0]]  # later calls left them alone
+    for a, t in zip(first, results[-1]):
+        np.testing.assert_array_equal(a, t.detach().numpy())
+
+
+def test_workspace_bounds_its_bytes_and_hands_an_array_to_one_caller():
+    ws = _numpy_conv.Workspace(1000)
+    a = ws.take("t", (10,), np.dtype(np.float64))
+    b = ws.take("t", (10,), np.dtype(np.float64))
+    assert a is not b
+    ws.give("t", a)
+    ws.give("t", b)
+    assert ws.nbytes == 160
+    assert ws.take("t", (10,), np.dtype(np.float64)) is b
+    ws.give("t", ws.take("big", (200,), np.dtype(np.float64)))  # over the bound: dropped
+    assert ws.nbytes == 80
+    for _ in range(20):
+        ws.give("u", np.empty(100, np.uint8))
+    assert ws.nbytes <= 1000
+    ws.clear()
+    assert ws.nbytes == 0
+
+
+def test_a_retained_graphs_second_backward_and_two_forwards_before_a_backward():
+    rng = np.random.default_rng(10)
+    x = tgrad.tensor(rng.standard_normal((2, 3, 6, 6)).astype(np.float32), requires_grad=True)
+    w = tgrad.tensor(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), requires_grad=True)
+    y1 = F.conv2d(x, w, padding=1)
+    y2 = F.conv2d(x * 2, w, padding=1)  # two nodes holding columns of one shape
+    (y1.sum() + y2.sum()).backward(retain_graph=True)
+    first = (x.grad.numpy().copy(), w.grad.numpy().copy())
+    x.grad = w.grad = None
+    (y1.sum() + y2.sum()).backward()  # the columns rebuilt from the saved input
+    np.testing.assert_array_equal(first[0], x.grad.numpy())
+    np.testing.assert_array_equal(first[1], w.grad.numpy())
+
+
+def test_double_backward_through_the_fast_forward_matches_the_composite(monkeypatch):
+    def run():
+        rng = np.random.default_rng(11)
+        x = tgrad.tensor(rng.standard_normal((2, 3, 5, 5)), requires_grad=True)
+        w = tgrad.tensor(rng.standard_normal((4, 3, 3, 3)), requires_grad=True)
+        y = F.conv2d(x, w, padding=1)
+        (gx,) = tgrad.autograd.grad((y * y).sum(), (x,), create_graph=True)
+        (gx * gx).sum().backward()
+        return gx.detach().numpy().tobytes(), w.grad.numpy().tobytes()
+    fast = run()
+    with monkeypatch.context() as m:
+        m.setattr(_conv, "_fast_conv", lambda t: False)
+        assert run() == fast
+
+
+def test_halves_take_the_composite():
+    assert not _conv._fast_conv(tgrad.zeros(1, 1, 2, 2, dtype=tgrad.float16))
+    assert not _conv._fast_conv(tgrad.zeros(1, 1, 2, 2, dtype=tgrad.complex64))
+    x = tgrad.randn(2, 3, 5, 5, dtype=tgrad.bfloat16, requires_grad=True)
+    w = tgrad.randn(4, 3, 3, 3, dtype=tgrad.bfloat16, requires_grad=True)
+    y = F.conv2d(x, w, padding=1)
+    y.sum().backward()
+    assert y.dtype is tgrad.bfloat16 and x.grad.dtype is tgrad.bfloat16

@@ -1,0 +1,202 @@
+"""CPU primitives of a convolution (tgrad/nn/_conv.py ``Convolution``) on NumPy arrays: the
+forward ``conv_fwd`` and the plain (first-order) backward ``conv_bwd``, for real float32 /
+float64 inputs. The same steps as the composite of tgrad ops (the padded input's columns
+by one strided copy, the per-sample matmuls, col2im one strided add per kernel tap), with
+the same NumPy calls on the same shapes, so outputs and gradients are bit-identical, minus
+the composite's per-op Python work and its large temporaries:
+
+* the padded input, the columns and the columns' gradient live in ``WORKSPACE``, scratch
+  arrays reused from call to call (fresh ones otherwise fault their pages in again on
+  every step: glibc trims the freed top of its heap);
+* col2im adds each tap into a workspace padded plane, whose crop is copied out.
+
+Shapes (spatial dims d = 2 or 3: a 1-d convolution comes as a 2-d one with H = 1): x
+(N, C, *sizes), w (O, C / G, *kernel), b (O,) or None, g (N, O, *out); k = prod kernel,
+L = prod out, CKg = C / G k. cols (N, G, CKg, L) = the padded input's windows (im2col):
+y[n, g] = w[g] @ cols[n, g] (+ b); dw[g] = sum_n g[n, g] cols[n, g]^T; dcols[n, g] =
+w[g]^T g[n, g], dx = col2im(dcols) (each window's gradient summed back where it was read).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from tgrad.backends import numpy as _nb
+
+__all__ = ["FAST_DTYPES", "WORKSPACE", "Workspace", "conv_bwd", "conv_fwd"]
+
+FAST_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+_FULL = slice(None)
+
+
+class Workspace:
+    """Scratch arrays kept between calls, by (tag, shape, dtype): ``take`` hands out one no
+    other caller holds (a kept one, or a new one), ``give`` puts it back for the next
+    ``take`` of its key. An array is held by at most one caller between its take and its
+    give, and only by the primitives of this module (never a tensor's memory: outputs and
+    gradients are fresh arrays), so reuse cannot alias anything a user sees. At most
+    ``max_bytes`` are kept (the least recently given dropped first; an array larger than
+    that is never kept); ``clear`` drops them all. Thread-safe (one lock)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._kept: OrderedDict = OrderedDict()  # key -> [arrays]
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def take(self, tag, shape: tuple, dtype: np.dtype, zeros: bool = False) -> np.ndarray:
+        """A C-contiguous (shape) array of dtype: uninitialized (zeros when new and
+        ``zeros``: a kept one holds what its last user left, which for tag "pad" is a zero
+        border, as nothing writes it)."""
+        key = (tag, shape, dtype)
+        with self._lock:
+            arrays = self._kept.get(key)
+            if arrays:
+                a = arrays.pop()
+                if not arrays:
+                    del self._kept[key]
+                self._bytes -= a.nbytes
+                return a
+        return np.zeros(shape, dtype) if zeros else np.empty(shape, dtype)
+
+    def give(self, tag, a: np.ndarray) -> None:
+        """Keep ``a`` (taken with ``tag``; its caller drops every reference to it)."""
+        if a.nbytes > self.max_bytes:
+            return
+        key = (tag, a.shape, a.dtype)
+        with self._lock:
+            self._kept.setdefault(key, []).append(a)
+            self._kept.move_to_end(key)
+            self._bytes += a.nbytes
+            while self._bytes > self.max_bytes:  # the least recently given key first
+                old = next(iter(self._kept))
+                arrays = self._kept[old]
+                self._bytes -= arrays.pop(0).nbytes
+                if not arrays:
+                    del self._kept[old]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+            self._bytes = 0
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays kept now."""
+        return self._bytes
+
+
+# (64 MiB: the columns and their gradient of a few layers of a small CNN; a larger
+# convolution's scratch arrays are made fresh every call, as before)
+WORKSPACE = Workspace(64 << 20)
+
+
+def _padded(x: np.ndarray, pads: tuple) -> tuple:
+    """(x zero-padded by pads ((lo, hi) per spatial dim), its workspace tag or None): the
+    interior of a kept "pad" array written, its zero border left as it is."""
+    if not any(p for lo_hi in pads for p in lo_hi):
+        return x, None
+    shape = x.shape[:2] + tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pads))
+    tag = ("pad", pads)
+    xp = WORKSPACE.take(tag, shape, x.dtype, zeros=True)
+    xp[(_FULL, _FULL) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape[2:], pads))] = x
+    return xp, tag
+
+
+def _columns(x: np.ndarray, kernel: tuple, stride: tuple, dilation: tuple, pads: tuple,
+             out: tuple) -> np.ndarray:
+    """The columns (N, C, *kernel, *out) of x padded by pads, a "cols" workspace array:
+    entry [n, c, k, o] = padded x[n, c] at (o_i s_i + k_i d_i)_i (numpy.im2col's values)."""
+    xp, tag = _padded(x, pads)
+    n, c = xp.shape[:2]
+    st = xp.strides[2:]
+    windows = np.lib.stride_tricks.as_strided(
+        xp, (n, c) + kernel + out, xp.strides[:2] + tuple(s * d for s, d in zip(st, dilation))
+        + tuple(s * b for s, b in zip(st, stride)), writeable=False)
+    cols = WORKSPACE.take("cols", windows.shape, x.dtype)
+    np.copyto(cols, windows)
+    if tag is not None:
+        del windows
+        WORKSPACE.give(tag, xp)
+    return cols
+
+
+def conv_fwd(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, kernel: tuple,
+             stride: tuple, dilation: tuple, pads: tuple, groups: int, out: tuple,
+             keep_cols: bool) -> tuple:
+    """(y (N, O, *out) fresh, the columns (a "cols" workspace array, for conv_bwd's dw) when
+    ``keep_cols`` else None): y[n, g] = w[g] @ cols[n, g] (+ b), the composite's batched
+    matmul of w (G, O/G, CKg) with cols (N, G, CKg, L) (the same np.matmul, into y)."""
+    n, o = x.shape[0], w.shape[0]
+    cols = _columns(x, kernel, stride, dilation, pads, out)
+    length, ckg = math.prod(out), math.prod(w.shape[1:])
+    y = np.empty((n, o) + out, x.dtype)
+    with _nb.quiet():  # NaN and inf propagate without a warning, as PyTorch
+        np.matmul(w.reshape(groups, o // groups, ckg), cols.reshape(n, groups, ckg, length),
+                  out=y.reshape(n, groups, o // groups, length))
+        if b is not None:
+            y += b.reshape((o,) + (1,) * len(out))
+    if keep_cols:
+        return y, cols
+    WORKSPACE.give("cols", cols)
+    return y, None
+
+
+def _col2im(dcols: np.ndarray, sizes: tuple, kernel: tuple, stride: tuple,
+            dilation: tuple, pads: tuple) -> np.ndarray:
+    """dx (N, C, *sizes), fresh: col2im(dcols (N, C, *kernel, *out)) over the padded plane
+    (a "dxp" workspace array, zeroed), the padding cropped off (a copy). numpy.col2im's
+    adds, tap by tap in row-major order, on views of the same shapes and strides: adding
+    each tap straight into the unpadded dx (its window clipped) leaves
+    NumPy other loops to pick (dims merged), 0.3 ms faster on (32, 16, 16, 16) but whose
+    NaN + NaN can return the other operand's sign."""
+    n, c = dcols.shape[:2]
+    out = dcols.shape[2 + len(kernel):]
+    padded = tuple(s + lo + hi for s, (lo, hi) in zip(sizes, pads))
+    dxp = WORKSPACE.take("dxp", (n, c) + padded, dcols.dtype)
+    dxp.fill(0)
+    for k in np.ndindex(*kernel):
+        at = tuple(slice(ki * di, ki * di + (b - 1) * si + 1, si)
+                   for ki, di, b, si in zip(k, dilation, out, stride))
+        view = dxp[(_FULL, _FULL) + at]
+        np.add(view, dcols[(_FULL, _FULL) + k], out=view)
+    dx = np.array(dxp[(_FULL, _FULL) + tuple(slice(lo, lo + s)
+                                              for s, (lo, _) in zip(sizes, pads))])
+    WORKSPACE.give("dxp", dxp)
+    return dx
+
+
+def conv_bwd(g: np.ndarray, x: np.ndarray, w: np.ndarray, cols: np.ndarray | None,
+             kernel: tuple, stride: tuple, dilation: tuple, pads: tuple, groups: int,
+             need_x: bool, need_w: bool) -> tuple:
+    """(dx, dw), each fresh or None: dw = sum_n g[n, g] cols[n, g]^T (the batched matmul,
+    then the sum over N as tgrad's sum), dx = col2im(w[g]^T g[n, g]). ``cols`` (conv_fwd's,
+    or None: rebuilt from x) goes back to the workspace here."""
+    n, o = g.shape[0], w.shape[0]
+    out = tuple(g.shape[2:])
+    length, ckg = math.prod(out), math.prod(w.shape[1:])
+    gm = g.reshape(n, groups, o // groups, length)  # (a view of a contiguous g)
+    dx = dw = None
+    with _nb.quiet():
+        if need_w:
+            if cols is None:
+                cols = _columns(x, kernel, stride, dilation, pads, out)
+            c4 = cols.reshape(n, groups, ckg, length)
+            prod = WORKSPACE.take("dw", (n, groups, o // groups, ckg), g.dtype)
+            np.matmul(gm, c4.transpose(0, 1, 3, 2), out=prod)
+            dw = _nb.sum_(prod, (0,), False).reshape(w.shape)
+            WORKSPACE.give("dw", prod)
+        if cols is not None:
+            WORKSPACE.give("cols", cols)
+            cols = c4 = None
+        if need_x:
+            wt = w.reshape(groups, o // groups, ckg).transpose(0, 2, 1)  # (G, CKg, O/G)
+            dcols = WORKSPACE.take("cols", (n, x.shape[1]) + kernel + out, g.dtype)
+            np.matmul(wt, gm, out=dcols.reshape(n, groups, ckg, length))
+            dx = _col2im(dcols, x.shape[2:], kernel, stride, dilation, pads)
+            WORKSPACE.give("cols", dcols)
+    return dx, dw
