@@ -1490,3 +1490,13 @@ def test_conv_and_batch_norm_of_empty_batches_and_channels():
         y = F.batch_norm(x, None, None, training=True)
         y.sum().backward()
         assert y.shape == xs and x.grad.shape == xs
+
+
+def test_conv_dtype_error_reads_as_pytorch():
+    x = tgrad.ones(1, 2, 5, 5)
+    with pytest.raises(RuntimeError, match=r"conv2d: Input type \(float\) and bias type "
+                                           r"\(double\) should be the same.*bias with \.to\(input"
+                                           r"\.dtype\)"):
+        F.conv2d(x, tgrad.ones(3, 2, 3, 3), tgrad.ones(3, dtype=tgrad.float64))
+    with pytest.raises(RuntimeError, match=r"Input type \(double\) and weight type \(float\)"):
+        F.conv2d(x.double(), tgrad.ones(3, 2, 3, 3))

@@ -174,9 +174,18 @@ def _check_like_input(op: str, x: Tensor, weight: Tensor, bias: Tensor | None) -
     not)."""
     for t, name in ((weight, "weight"), (bias, "bias")):
         if t is not None and (t.dtype is not x.dtype or t.device != x.device):
-            raise RuntimeError(f"{op}: expected input and {name} to have the same dtype and "
-                               f"device, but got input {x.dtype.name} on {x.device} and "
-                               f"{name} {t.dtype.name} on {t.device}")
+            kind = "dtype" if t.dtype is not x.dtype else "device"
+            raise RuntimeError(
+                f"{op}: Input type ({_type_name(x)}) and {name} type ({_type_name(t)}) should "
+                f"be the same: expected input and {name} to have the same dtype and device, "
+                f"but got input {x.dtype.name} on {x.device} and {name} {t.dtype.name} on "
+                f"{t.device}; convert the {name} with .to(input.{kind})")
+
+
+def _type_name(t: Tensor) -> str:
+    """PyTorch's type in its conv dtype/device errors: 'float', 'double', 'cuda float'..."""
+    name = dtypes.SCALAR_TYPE_NAMES.get(t.dtype, t.dtype.name).lower()
+    return name if t.device.type == "cpu" else f"{t.device.type} {name}"
 
 
 def _pad_hw(x: Tensor, pad: tuple, value: float) -> Tensor:
