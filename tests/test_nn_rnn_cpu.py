@@ -248,3 +248,38 @@ def test_create_graph_after_an_untouched_forward_still_matches_finite_difference
             return float((m(tgrad.tensor(v))[0] ** 2).sum())
         fd = (loss(x.numpy() + eps * d) - loss(x.numpy() - eps * d)) / (2 * eps)
     np.testing.assert_allclose(g.detach().numpy()[2, 1, 0], fd, rtol=1e-7)
+
+
+@pytest.mark.parametrize("cls", [nn.LSTM, nn.GRU, nn.RNN])
+def test_packed_equal_lengths_and_backward_in_small_groups(monkeypatch, cls):
+    # equal lengths: the states' one buffer for all steps, as unpacked (varied lengths:
+    # the (B, .) state); _CHUNK small: the backward's factors one or two steps at a time
+    monkeypatch.setattr(_rnn_cpu, "_CHUNK", 100)
+    kw = {"bidirectional": True, "num_layers": 2}
+    for lengths in ([4, 4, 4], [4, 2, 3], None):
+        for dtype in (tgrad.float32, tgrad.float64):
+            args = (cls, kw, dtype, lengths)
+            _compare(_run(monkeypatch, False, *args), _run(monkeypatch, True, *args), dtype)
+
+
+@pytest.mark.parametrize("cls", [nn.LSTM, nn.GRU, nn.RNN])
+@pytest.mark.parametrize("packed", [False, True])
+def test_outputs_changed_in_place_leave_the_gradients(cls, packed):
+    # the outputs are not the memory the backward reads (h_{t-1}, c_{t-1}, RNN's h_t)
+    def run(in_place):
+        tgrad.manual_seed(0)
+        m = cls(3, 4, dtype=tgrad.float64)
+        x = tgrad.tensor(np.random.default_rng(2).standard_normal((5, 2, 3)),
+                         requires_grad=True)
+        y, st = m(pack_padded_sequence(x, [5, 3]) if packed else x)
+        y = y.data if packed else y
+        st = st if isinstance(st, tuple) else (st,)
+        if in_place:
+            with tgrad.no_grad():
+                for t in (y,) + st:
+                    t.mul_(-3.0)
+        loss = (y * y).sum() + sum((s * s).sum() for s in st)
+        loss.backward()
+        return [x.grad.numpy()] + [p.grad.numpy() for p in m.parameters()]
+    for a, b in zip(run(False), run(True)):
+        np.testing.assert_allclose(b, -3.0 * a, rtol=1e-12, atol=1e-12)

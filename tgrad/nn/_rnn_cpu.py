@@ -9,14 +9,21 @@ forward: gi = linear(x, w_ih, b_ih) (the same op as the per-step path, run unrec
     b_t rows of the state (b_t = N unpacked, batch_sizes[t] packed; see _rnn.py's module
     docstring for the packed layout): gh = h w_hh^T + b_hh and the gates exactly as
     ``_FusedLSTMCell`` / ``_FusedGRUCell`` (or tanh / relu of gi + gh for the RNN) compute
-    them, the same NumPy calls in the same order, so outputs are the per-step path's bits.
-    Saved per step (rows of (sum b_t, .) workspaces): h_{t-1} (hp), and LSTM c_{t-1} and
-    act = [i, f, g, o, tanh(c_t)] (+ the unprojected h with proj_size), GRU [r, z, n] and
-    gh's n block, RNN h_t.
+    them, the same NumPy calls on the same values, so outputs are the per-step path's bits.
+    The calls write into buffers allocated once per call (``out=``), and a step's gates are
+    handled gate-major, (G, b_t, H), each gate's block contiguous: NumPy runs a contiguous
+    block in one inner loop, a strided (b_t, H) column block row by row (~3x the time of a
+    call at these sizes). Saved: h_{t-1} (hp (sum b_t, H_out)), and LSTM c_{t-1} (cp) and
+    act = [i, f, g, o, tanh(c_t)] (5, sum b_t, H) (+ the unprojected h with proj_size),
+    GRU [r, z, n] (3, sum b_t, H) and gh's n block, RNN h_t. With equal b_t (unpacked, or
+    packed of equal lengths) h and c live in one ((L + 1) N, .) buffer, step t writing the
+    block after (reverse: before) the one it reads, so hp and cp are views of it, no copies.
 backward (BPTT over the workspaces, steps in the reverse order of the forward): per step
     dh_t = d out_t + d h_t(from step t+1), the cell's backward as the fused cells' (the
     same formulas and order) giving d gates (b_t, G H) and d h_{t-1} = dgh w_hh (+ dh z for
-    the GRU), d c_{t-1} = dc_t f; then the weight gradients as ONE product each over all
+    the GRU), d c_{t-1} = dc_t f; the factors of those products that depend on the saved
+    activations only (1 - y, 1 - g^2, 1 - tc^2, h - n, ...) computed for groups of steps at
+    once, before their loop. Then the weight gradients as ONE product each over all
     steps: dW_hh = dgh^T hp, db_hh = sum dgh, dW_ih = dgi^T x, db_ih = sum dgi, dx = dgi w_ih
     (dgi, dgh (sum b_t, G H) stacked; for the LSTM and RNN dgi = dgh), with projections
     dW_hr = dhp^T h_raw and dh_raw = dhp w_hr.
@@ -38,10 +45,8 @@ from tgrad.autograd import profiler_hooks
 from tgrad.autograd.function import Function, differentiable_formula, fw_level
 from tgrad.autograd.grad_mode import STATE, enable_grad
 from tgrad.autograd.node import SavedTensor
-from tgrad.backends.numpy import _sigmoid
+from tgrad.backends.numpy import _sigmoid_into
 from tgrad.backends.numpy import relu_backward as _relu_backward
-from tgrad.backends.numpy import sigmoid_backward as _sig_bw
-from tgrad.backends.numpy import tanh_backward as _tanh_bw
 from tgrad.ops._common import wrap
 from tgrad.ops.reduce import sum_to
 from tgrad.tensor import Tensor
@@ -98,90 +103,260 @@ def _layout(sizes: list | None, shape: tuple) -> tuple:
     return list(sizes), offs
 
 
+# ---------------------------------------------------------------- step plan and states
+# The loops below call NumPy on preallocated buffers (``out=``), about a dozen calls a step:
+# at small sizes a step's time is the calls' overhead, not their arithmetic.
+class _Plan:
+    """The steps of one direction: ``order`` (the forward's), per step t ``rows[t]`` (its
+    rows of gi / out) and the rows of the state buffer (``_state``) it reads h_{t-1} /
+    c_{t-1} from (``reads[t]``) and writes h_t / c_t to (``writes[t]``). uniform (every
+    b_t = B): the buffer keeps every step's state, block k = rows [k B, (k + 1) B); step t
+    reads block t and writes t + 1 (reverse: reads t + 1, writes t), so h_{t-1} and out are
+    views of it, no copies. Else (packed, b_t varied) it is the (B, .) state, its rows
+    [:b_t] updated in place, and the loops copy h_{t-1}, c_{t-1} and out per step."""
+
+    __slots__ = ("order", "rows", "reads", "writes", "uniform", "bsz", "reverse")
+
+    def __init__(self, sizes: list, offs: list, bsz: int, reverse: bool) -> None:
+        steps, rev = len(sizes), int(reverse)
+        self.rows = [slice(o, o + b) for o, b in zip(offs, sizes)]
+        self.order = list(reversed(range(steps))) if reverse else list(range(steps))
+        self.uniform = all(b == bsz for b in sizes)
+        self.bsz, self.reverse = bsz, reverse
+        if self.uniform:
+            blk = [slice(k * bsz, (k + 1) * bsz) for k in range(steps + 1)]
+            self.reads, self.writes = blk[rev:steps + rev], blk[1 - rev:steps + 1 - rev]
+        else:
+            self.reads = self.writes = [slice(0, b) for b in sizes]
+
+
+def _state(x0, plan: _Plan, dt) -> tuple:
+    """(buffer, h_{t-1} rows, h_t rows) of a state x0 (B, C) (``_Plan``). uniform: the
+    ((L + 1) B, C) buffer with x0 in block 0 (forward) or L (reverse), and the row ranges
+    of all the steps' reads and writes (each in gi's row order); else a (B, C) copy of x0
+    and None, None."""
+    if not plan.uniform:
+        return np.array(x0, dtype=dt, order="C"), None, None
+    bsz, steps = plan.bsz, len(plan.rows)
+    buf = np.empty(((steps + 1) * bsz, x0.shape[1]), dt)
+    k = steps if plan.reverse else 0
+    buf[k * bsz:(k + 1) * bsz] = x0
+    lo, hi = slice(0, steps * bsz), slice(bsz, (steps + 1) * bsz)
+    return (buf, hi, lo) if plan.reverse else (buf, lo, hi)
+
+
+def _final(buf, plan: _Plan):
+    """The state after the last step (B, C): a copy of the buffer's last written block
+    (uniform; the buffer is kept for the backward), else the (B, C) state itself."""
+    if not plan.uniform:
+        return buf
+    k = 0 if plan.reverse else len(plan.rows)
+    return buf[k * plan.bsz:(k + 1) * plan.bsz].copy()
+
+
+def _chunks(order: list, rows: list, width: int) -> list:
+    """Consecutive steps of ``order`` in groups [(steps, r0, r1)] whose rows, together the
+    range [r0, r1), hold at most _CHUNK elements of ``width`` columns (one step at least):
+    the backward computes its per-row factors a group at a time, so they stay small."""
+    groups, cur, r0, r1 = [], [], 0, 0
+    for t in order:
+        s = rows[t]
+        lo, hi = (min(r0, s.start), max(r1, s.stop)) if cur else (s.start, s.stop)
+        if cur and (hi - lo) * width > _CHUNK:
+            groups.append((cur, r0, r1))
+            cur, lo, hi = [], s.start, s.stop
+        cur.append(t)
+        r0, r1 = lo, hi
+    if cur:
+        groups.append((cur, r0, r1))
+    return groups
+
+
+_CHUNK = 1 << 17
+
+
 # ---------------------------------------------------------------- forward
 def _forward(mode: str, gi, sizes: list, offs: list, h0, c0, w_hh, b_hh, w_hr,
              reverse: bool, keep: bool) -> tuple:
     """(out (sum b_t, H_out), h_n (B, H_out), c_n (B, H) or None, ws dict or None) of one
     direction over gi (sum b_t, G H); ws: the workspaces the backward reads (``keep``)."""
     dt, total = gi.dtype, gi.shape[0]
-    hs, hout = w_hh.shape[0] // _GATES[mode], w_hh.shape[1]
+    plan = _Plan(sizes, offs, h0.shape[0], reverse)
+    hx, h_rd, h_wr = _state(h0, plan, dt)
+    if b_hh is not None:  # (B, G H): the bias add of a step on whole rows (the same sums)
+        b_hh = np.ascontiguousarray(np.broadcast_to(b_hh, (plan.bsz, b_hh.shape[0])))
+    if plan.uniform:
+        hp, out = hx[h_rd], hx[h_wr]
+    else:
+        hp = np.empty((total, hx.shape[1]), dt) if keep else None
+        out = np.empty((total, hx.shape[1]), dt)
+    ws = {"hp": hp} if keep else None
+    c_n = None
+    if mode == "LSTM":
+        c_n = _lstm_loop(gi, plan, hx, hp, out, c0, w_hh, b_hh, w_hr, ws)
+    elif mode == "GRU":
+        _gru_loop(gi, plan, hx, hp, out, w_hh, b_hh, ws)
+    else:
+        _rnn_loop(gi, plan, hx, hp, out, w_hh, b_hh, mode == "RNN_RELU")
+        if keep:
+            ws["y"] = out  # (h_t: the output's rows)
+    if keep and (plan.uniform or "y" in ws):
+        out = out.copy()  # (the output: not the memory the backward reads)
+    return out, _final(hx, plan), c_n, ws
+
+
+def _gates(buf, b: int, k: int, hs: int):
+    """A contiguous (k, b, H) view of the start of a flat buffer (a step's gates, gate-major:
+    each gate's (b, H) block contiguous, so the elementwise calls run on whole blocks)."""
+    return buf[:k * b * hs].reshape(k, b, hs)
+
+
+def _by_gate(x, k: int, hs: int):
+    """(b, k H) row-major -> its (k, b, H) view (strided: gate-major indexing, no copy)."""
+    return x.reshape(x.shape[0], k, hs).transpose(1, 0, 2)
+
+
+def _lstm_scratch(bufs: tuple, b: int, hs: int) -> tuple:
+    """The LSTM forward's per-step scratch views for a step of b rows: a (b, 4 H), the bias
+    rows, A and S (4, b, H) gate-major, and three (b, H)."""
+    gh, bias, ga, gs, t1, t2, t3 = bufs
+    return (gh[:b], None if bias is None else bias[:b], _gates(ga, b, 4, hs),
+            _gates(gs, b, 4, hs), t1[:b], t2[:b], t3[:b])
+
+
+def _lstm_loop(gi, plan: _Plan, hx, hp, out, c0, w_hh, b_hh, w_hr, ws):
+    """_FusedLSTMCell.forward's operations per step, the same NumPy calls on the same
+    values (elementwise, so the same bits in any layout), into buffers: a = gi + (h w_hh^T
+    + b_hh) (b, 4 H), copied gate-major to A (4, b, H); S = sigmoid(A) (all of A, as the
+    cell), g = tanh(A_g) into S's g block; c' = f c + i g, tc = tanh(c'), h' = o tc (then
+    h' w_hr^T with a projection). ws (when kept) gets cp (c_{t-1}, (sum b_t, H)), act =
+    [i, f, g, o, tc] gate-major (5, sum b_t, H) and hr (the unprojected h'); -> c_n."""
+    order, rows_l, reads, writes, uniform = (plan.order, plan.rows, plan.reads, plan.writes,
+                                             plan.uniform)
+    dt, total, bsz = gi.dtype, gi.shape[0], plan.bsz
+    hs = w_hh.shape[0] // 4
     w_t = w_hh.T  # (the per-step path's w_hh.t() view: the same BLAS operand)
     w_hr_t = None if w_hr is None else w_hr.T
-    h = np.array(h0, dtype=dt, order="C")  # state (B, H_out) (rows [:b_t] run at step t)
-    c = None if c0 is None else np.array(c0, dtype=dt, order="C")
-    out = np.empty((total, hout), dt)
-    ws = None
-    if keep:
-        ws = {"hp": np.empty((total, hout), dt)}
-        if mode == "LSTM":
-            ws.update(cp=np.empty((total, hs), dt), act=np.empty((total, 5 * hs), dt))
-            if w_hr is not None:
-                ws["hr"] = np.empty((total, hs), dt)
-        elif mode == "GRU":
-            ws.update(ghn=np.empty((total, hs), dt), rzn=np.empty((total, 3 * hs), dt))
+    keep = ws is not None
+    cx, c_rd, _ = _state(c0, plan, dt)
+    cp = cx[c_rd] if uniform else (np.empty((total, hs), dt) if keep else None)
+    act = np.empty((5, total, hs), dt) if keep else None
+    hr = None if w_hr is None else np.empty((total if keep else bsz, hs), dt)
+    bufs = (np.empty((bsz, 4 * hs), dt), b_hh, np.empty(4 * bsz * hs, dt),
+            np.empty(4 * bsz * hs, dt), np.empty((bsz, hs), dt), np.empty((bsz, hs), dt),
+            np.empty((bsz, hs), dt))
+    cache = {}  # b -> the scratch views of a step of b rows
+    for t in order:
+        rows, rd, wr = rows_l[t], reads[t], writes[t]
+        b = rows.stop - rows.start
+        v = cache.get(b)
+        if v is None:
+            v = cache[b] = _lstm_scratch(bufs, b, hs)
+        a, bias, aa, s, t1, t2, tcs = v
+        hin, cin, cout = hx[rd], cx[rd], cx[wr]
+        if keep and not uniform:
+            hp[rows] = hin
+            cp[rows] = cin
+        np.matmul(hin, w_t, out=a)  # Addmm: matmul, then + bias
+        if bias is not None:
+            np.add(a, bias, out=a)
+        np.add(gi[rows], a, out=a)
+        np.copyto(aa, _by_gate(a, 4, hs))  # (gate-major)
+        _sigmoid_into(aa, s)  # (its g block then overwritten by tanh)
+        np.tanh(aa[2], out=s[2])
+        np.add(np.multiply(s[1], cin, out=t1), np.multiply(s[0], s[2], out=t2), out=cout)
+        tc = np.tanh(cout, out=act[4, rows] if keep else tcs)
+        if hr is None:
+            np.multiply(s[3], tc, out=hx[wr])
         else:
-            ws["y"] = np.empty((total, hs), dt)
-    zero = dt.type(0)
-    for t in (reversed(range(len(sizes))) if reverse else range(len(sizes))):
-        b, r0 = sizes[t], offs[t]
-        rows = slice(r0, r0 + b)
-        hb = h[:b]
-        gh = np.matmul(hb, w_t)  # Addmm: matmul, then + bias
-        if b_hh is not None:
-            gh = np.add(gh, b_hh)
-        gt = gi[rows]
+            hrb = hr[rows] if keep else hr[:b]
+            np.matmul(np.multiply(s[3], tc, out=hrb), w_hr_t, out=hx[wr])
         if keep:
-            ws["hp"][rows] = hb
-        if mode == "LSTM":
-            cb = c[:b]
-            h2, c2 = _lstm_step(gt, gh, cb, hs, ws, rows)
-            if w_hr is not None:
-                if keep:
-                    ws["hr"][rows] = h2
-                h2 = np.matmul(h2, w_hr_t)
-            c[:b] = c2
-        elif mode == "GRU":
-            h2 = _gru_step(gt, gh, hb, hs, ws, rows)
+            np.copyto(act[:4, rows], s)
+        if not uniform:
+            out[rows] = hx[wr]
+    if keep:
+        ws.update(cp=cp, act=act)
+        if hr is not None:
+            ws["hr"] = hr
+    return _final(cx, plan)
+
+
+def _gru_loop(gi, plan: _Plan, hx, hp, out, w_hh, b_hh, ws) -> None:
+    """_FusedGRUCell.forward's operations per step into buffers (gate-major as the LSTM's):
+    [r z] = sigmoid(gi_rz + gh_rz), n = tanh(gi_n + r gh_n), h' = n + z (h - n) (gh = h
+    w_hh^T + b_hh); ws (when kept) gets rzn = [r, z, n] gate-major (3, sum b_t, H) and
+    ghn = gh's n block (sum b_t, H)."""
+    order, rows_l, reads, writes, uniform = (plan.order, plan.rows, plan.reads, plan.writes,
+                                             plan.uniform)
+    dt, total, bsz = gi.dtype, gi.shape[0], plan.bsz
+    hs = w_hh.shape[0] // 3
+    w_t = w_hh.T
+    keep = ws is not None
+    rzn = np.empty((3, total, hs), dt) if keep else None
+    ghn = np.empty((total, hs), dt) if keep else None
+    bufs = (np.empty((bsz, 3 * hs), dt), b_hh, np.empty(2 * bsz * hs, dt),
+            np.empty((bsz, hs), dt), np.empty((bsz, hs), dt), np.empty((bsz, hs), dt))
+    cache = {}  # b -> the scratch views of a step of b rows
+    z2 = 2 * hs
+    for t in order:
+        rows, rd, wr = rows_l[t], reads[t], writes[t]
+        b = rows.stop - rows.start
+        v = cache.get(b)
+        if v is None:
+            v = cache[b] = _gru_scratch(bufs, b, hs)
+        a, a_rz, a_n, bias, rz, tb, ns, ghs = v
+        hin, hout, gt = hx[rd], hx[wr], gi[rows]
+        if keep and not uniform:
+            hp[rows] = hin
+        np.matmul(hin, w_t, out=a)
+        if bias is not None:
+            np.add(a, bias, out=a)
+        np.add(_by_gate(gt[:, :z2], 2, hs), a_rz, out=rz)  # (gate-major)
+        _sigmoid_into(rz, rz)
+        gn = ghn[rows] if keep else ghs
+        np.copyto(gn, a_n)
+        n = rzn[2, rows] if keep else ns
+        np.tanh(np.add(gt[:, z2:], np.multiply(rz[0], gn, out=tb), out=tb), out=n)
+        np.add(n, np.multiply(rz[1], np.subtract(hin, n, out=tb), out=tb), out=hout)
+        if keep:
+            np.copyto(rzn[:2, rows], rz)
+        if not uniform:
+            out[rows] = hout
+    if keep:
+        ws.update(ghn=ghn, rzn=rzn)
+
+
+def _gru_scratch(bufs: tuple, b: int, hs: int) -> tuple:
+    """The GRU forward's per-step views for a step of b rows: gh (b, 3 H), its [r z] block
+    gate-major and its n block, the bias rows, [r z] (2, b, H) and three (b, H)."""
+    gh, bias, grz, t1, t2, t3 = bufs
+    a = gh[:b]
+    return (a, _by_gate(a[:, :2 * hs], 2, hs), a[:, 2 * hs:], None if bias is None else bias[:b],
+            _gates(grz, b, 2, hs), t1[:b], t2[:b], t3[:b])
+
+
+def _rnn_loop(gi, plan: _Plan, hx, hp, out, w_hh, b_hh, relu: bool) -> None:
+    """h' = tanh (or relu) of gi + (h w_hh^T + b_hh) per step, into the state buffer (and
+    h_{t-1} into hp where not uniform and kept)."""
+    rows_l, reads, writes, uniform = plan.rows, plan.reads, plan.writes, plan.uniform
+    w_t, zero = w_hh.T, gi.dtype.type(0)
+    gh = np.empty((plan.bsz, w_hh.shape[0]), gi.dtype)
+    for t in plan.order:
+        rows, rd, wr = rows_l[t], reads[t], writes[t]
+        b = rows.stop - rows.start
+        if hp is not None and not uniform:
+            hp[rows] = hx[rd]
+        a = np.matmul(hx[rd], w_t, out=gh[:b])
+        if b_hh is not None:
+            np.add(a, b_hh[:b], out=a)
+        np.add(gi[rows], a, out=a)
+        if relu:
+            np.maximum(a, zero, out=hx[wr])
         else:
-            pre = np.add(gt, gh)
-            h2 = np.maximum(pre, zero) if mode == "RNN_RELU" else np.tanh(pre)
-            if keep:
-                ws["y"][rows] = h2
-        h[:b] = h2
-        out[rows] = h2
-    return out, h, c, ws
-
-
-def _lstm_step(gt, gh, c, hs: int, ws, rows) -> tuple:
-    """(h', c'): _FusedLSTMCell.forward's operations; act into ws (when kept)."""
-    a = np.add(gt, gh)
-    s = _sigmoid(a)  # (elementwise: i, f and o as the cell's two calls; its g block unused)
-    i_f, o = s[:, :2 * hs], s[:, 3 * hs:]
-    i, f = i_f[:, :hs], i_f[:, hs:]
-    g = np.tanh(a[:, 2 * hs:3 * hs])
-    c2 = np.add(np.multiply(f, c), np.multiply(i, g))
-    tc = np.tanh(c2)
-    if ws is not None:
-        ws["cp"][rows] = c
-        act = ws["act"][rows]
-        act[:, :2 * hs] = i_f
-        act[:, 2 * hs:3 * hs] = g
-        act[:, 3 * hs:4 * hs] = o
-        act[:, 4 * hs:] = tc
-    return np.multiply(o, tc), c2
-
-
-def _gru_step(gt, gh, h, hs: int, ws, rows):
-    """h': _FusedGRUCell.forward's operations; [r, z, n] and gh's n block into ws."""
-    rz = _sigmoid(np.add(gt[:, :2 * hs], gh[:, :2 * hs]))
-    r, z = rz[:, :hs], rz[:, hs:]
-    n = np.tanh(np.add(gt[:, 2 * hs:], np.multiply(r, gh[:, 2 * hs:])))
-    if ws is not None:
-        ws["ghn"][rows] = gh[:, 2 * hs:]
-        rzn = ws["rzn"][rows]
-        rzn[:, :2 * hs] = rz
-        rzn[:, 2 * hs:] = n
-    return np.add(n, np.multiply(z, np.subtract(h, n)))
+            np.tanh(a, out=hx[wr])
+        if not uniform:
+            out[rows] = hx[wr]
 
 
 # ---------------------------------------------------------------- backward (BPTT)
@@ -192,75 +367,187 @@ def _backward(mode: str, ws: dict, sizes: list, offs: list, d_out, dh_n, dc_n, w
     projected h of each step (for dW_hr); dgi is dgh except for the GRU."""
     (total, gates), (bsz, hout), hs = shapes
     dt = w_hh.dtype
+    plan = _Plan(sizes, offs, bsz, reverse)
+    back = plan.order[::-1]
     dh = np.zeros((bsz, hout), dt) if dh_n is None else np.array(dh_n, dtype=dt, order="C")
-    dc = None
+    dgh = np.empty((total, gates), dt)
     if mode == "LSTM":
         dc = np.zeros((bsz, hs), dt) if dc_n is None else np.array(dc_n, dtype=dt, order="C")
-    dgh = np.empty((total, gates), dt)
-    dgi = np.empty((total, gates), dt) if mode == "GRU" else dgh
-    dhp = np.empty((total, hout), dt) if w_hr is not None else None
-    # dh_n / dc_n rows that a step never reached are themselves (dh0, dc0). GRU: the
-    # per-step path sums dh_{t-1} in its engine's order of arrival, (d out + dh z) + dgh w_hh,
-    # or d out + (dh z + dgh w_hh) where the packed state was sliced or extended between
-    # the steps (one node passes the last two on); ``pending`` holds dgh w_hh meanwhile.
-    pending = None
-    for t in (range(len(sizes)) if reverse else reversed(range(len(sizes)))):
-        b, r0 = sizes[t], offs[t]
-        rows = slice(r0, r0 + b)
-        if pending is not None and pending.shape[0] != b:
-            np.add(dh[:pending.shape[0]], pending, out=dh[:pending.shape[0]])
-            pending = None
-        dht = dh[:b] if d_out is None else np.add(d_out[rows], dh[:b])
-        if pending is not None:
-            dht = np.add(dht, pending)
-        if mode == "LSTM":
-            if dhp is not None:
-                dhp[rows] = dht
-                dht = np.matmul(dht, w_hr)
-            dc[:b] = _lstm_step_bw(ws, rows, dht, dc[:b], hs, dgh[rows])
-            dh[:b] = np.matmul(dgh[rows], w_hh)
-        elif mode == "GRU":
-            dh[:b] = _gru_step_bw(ws, rows, dht, hs, dgi[rows], dgh[rows])
-            pending = np.matmul(dgh[rows], w_hh)
+        dhp = np.empty((total, hout), dt) if w_hr is not None else None
+        _lstm_back(ws, plan.rows, back, d_out, dh, dc, w_hh, w_hr, dgh, dhp)
+        return dgh, dgh, dhp, dh, dc
+    if mode == "GRU":
+        dgi = _gru_back(ws, plan.rows, back, d_out, dh, w_hh, dgh)
+        return dgi, dgh, None, dh, None
+    _rnn_back(ws, plan.rows, back, d_out, dh, w_hh, dgh, mode == "RNN_RELU")
+    return dgh, dgh, None, dh, None
+
+
+def _lstm_factors(act, cp, hs: int, steps: list, rows_l: list, r0: int, bsz: int) -> list:
+    """The factors of the LSTM backward for the given steps, whose rows are [r0, r0 + R) of
+    act [i, f, g, o, tc] (5, R, H) and c_{t-1} (R, H): per step (A, Y, Z, T), A = [g,
+    c_{t-1}, i] (3, b, H), Y = [i, f, 1 - g^2, o] and Z = [1 - i, 1 - f, 1, 1 - o] (4, b,
+    H) gate-major, T = 1 - tc^2 (b, H); 1 - g^2, 1 - tc^2 and 1 - y as tanh_backward /
+    sigmoid_backward compute them. With every b_t = B (the steps' rows consecutive blocks)
+    A, Y and Z are made (R / B, k, B, H), so a step's are contiguous blocks; else (k, R, H)
+    and a step's are views of k strided blocks."""
+    rr, dt = act.shape[1], act.dtype
+    uniform = bsz > 0 and all(rows_l[t].stop - rows_l[t].start == bsz for t in steps)
+    if uniform:  # (arrays (n, k, B, H); ``blocks(f)`` their gate-major (k, n, B, H) view)
+        shape, src = (rr // bsz, bsz, hs), (lambda k: act[k].reshape(rr // bsz, bsz, hs))
+
+        def new(k):
+            return np.empty((rr // bsz, k, bsz, hs), dt)
+
+        def blocks(f):
+            return f.transpose(1, 0, 2, 3)
+    else:
+        shape, src = (rr, hs), (lambda k: act[k])
+
+        def new(k):
+            return np.empty((k, rr, hs), dt)
+
+        def blocks(f):
+            return f
+    a3, y = new(3), new(4)
+    a3b, yb = blocks(a3), blocks(y)
+    a3b[0], a3b[1], a3b[2] = src(2), cp.reshape(shape), src(0)
+    yb[0], yb[1], yb[3] = src(0), src(1), src(3)
+    np.subtract(1, np.multiply(src(2), src(2), out=yb[2]), out=yb[2])
+    z = np.subtract(1, y)
+    blocks(z)[2] = 1
+    tt = np.multiply(act[4], act[4])
+    np.subtract(1, tt, out=tt)
+    res = []
+    for t in steps:
+        lr = slice(rows_l[t].start - r0, rows_l[t].stop - r0)
+        if uniform:
+            j = lr.start // bsz
+            res.append((a3[j], y[j], z[j], tt[lr]))
         else:
-            y = ws["y"][rows]
-            dgh[rows] = _relu_backward(dht, y) if mode == "RNN_RELU" else _tanh_bw(dht, y)
-            dh[:b] = np.matmul(dgh[rows], w_hh)
-    if pending is not None:
-        np.add(dh[:pending.shape[0]], pending, out=dh[:pending.shape[0]])
-    return dgi, dgh, dhp, dh, dc
+            res.append((a3[:, lr], y[:, lr], z[:, lr], tt[lr]))
+    return res
 
 
-def _lstm_step_bw(ws: dict, rows, dh, dc, hs: int, d_gates):
-    """_FusedLSTMCell.backward (dh, dc given): d gates into d_gates (b, 4H); -> dc_{t-1}."""
-    act, c = ws["act"][rows], ws["cp"][rows]
-    i, f, g, o, tc = (act[:, k * hs:(k + 1) * hs] for k in range(5))
-    dc_t = np.add(dc, _tanh_bw(np.multiply(dh, o), tc))
-    # sigmoid_backward of the i, f, o blocks at once (elementwise: (d y) (1 - y)), then g's
-    np.multiply(dc_t, g, out=d_gates[:, :hs])
-    np.multiply(dc_t, c, out=d_gates[:, hs:2 * hs])
-    np.multiply(dh, tc, out=d_gates[:, 3 * hs:])
-    y = act[:, :4 * hs]
-    np.multiply(d_gates, y, out=d_gates)
-    np.multiply(d_gates, 1 - y, out=d_gates)
-    d_gates[:, 2 * hs:3 * hs] = _tanh_bw(np.multiply(dc_t, i), g)
-    return np.multiply(dc_t, f)
+def _lstm_back(ws: dict, rows_l: list, back: list, d_out, dh, dc, w_hh, w_hr, dgh,
+               dhp) -> None:
+    """BPTT of the LSTM in the states dh (B, H_out), dc (B, H) (-> dh0, dc0), d gates into
+    dgh: per step, as _FusedLSTMCell.backward (the same products in the same order, with
+    the factors of ``_lstm_factors``): dh = d out + dh (then dh w_hr with a projection),
+    dc_t = dc + (dh o) (1 - tc^2), d gates = ([dc_t g, dc_t c, dc_t i, dh tc] Y) Z, i.e.
+    da_i = ((dc_t g) i) (1 - i), da_f = ((dc_t c) f) (1 - f), da_g = (dc_t i) (1 - g^2),
+    da_o = ((dh tc) o) (1 - o) (gate-major (4, b, H), the last product written into dgh's
+    rows (b, 4 H)); dc_{t-1} = dc_t f, dh_{t-1} = d gates w_hh."""
+    act, cp = ws["act"], ws["cp"]
+    hs, dt, bsz = cp.shape[1], dh.dtype, dh.shape[0]
+    bufs = (np.empty((bsz, dh.shape[1]), dt), np.empty((bsz, hs), dt),
+            None if w_hr is None else np.empty((bsz, hs), dt), np.empty(4 * bsz * hs, dt))
+    cache = {}  # b -> the state rows and scratch views of a step of b rows
+    for steps, r0, r1 in _chunks(back, rows_l, 12 * hs):
+        facs = _lstm_factors(act[:, r0:r1], cp[r0:r1], hs, steps, rows_l, r0, bsz)
+        for t, (a3, y, z, tt) in zip(steps, facs):
+            rows = rows_l[t]
+            b = rows.stop - rows.start
+            v = cache.get(b)
+            if v is None:
+                v = cache[b] = _lstm_back_scratch(bufs, dh, dc, b, hs)
+            dhb, dcb, db, tb, dr, dg, dg3, dgo = v
+            dgr = dgh[rows]
+            dht = dhb if d_out is None else np.add(d_out[rows], dhb, out=db)
+            if dr is not None:
+                dhp[rows] = dht
+                dht = np.matmul(dht, w_hr, out=dr)
+            x = np.multiply(dht, act[3, rows], out=tb)
+            np.add(dcb, np.multiply(x, tt, out=x), out=dcb)  # dc_t
+            np.multiply(dcb, a3, out=dg3)
+            np.multiply(dht, act[4, rows], out=dgo)
+            np.multiply(np.multiply(dg, y, out=dg), z, out=dg)
+            np.copyto(_by_gate(dgr, 4, hs), dg)  # (to rows (b, 4 H))
+            np.multiply(dcb, act[1, rows], out=dcb)
+            np.matmul(dgr, w_hh, out=dhb)
 
 
-def _gru_step_bw(ws: dict, rows, dh, hs: int, d_gi, d_gh):
-    """_FusedGRUCell.backward: d gi, d gh into d_gi, d_gh (b, 3H); -> dh z (the direct part
-    of dh_{t-1})."""
-    rzn, h = ws["rzn"][rows], ws["hp"][rows]
-    r, z, n = rzn[:, :hs], rzn[:, hs:2 * hs], rzn[:, 2 * hs:]
-    dhz = np.multiply(dh, z)
-    da_n = _tanh_bw(np.subtract(dh, dhz), n)
-    da_z = _sig_bw(np.multiply(dh, np.subtract(h, n)), z)
-    da_r = _sig_bw(np.multiply(da_n, ws["ghn"][rows]), r)
-    d_gi[:, :hs] = d_gh[:, :hs] = da_r
-    d_gi[:, hs:2 * hs] = d_gh[:, hs:2 * hs] = da_z
-    d_gi[:, 2 * hs:] = da_n
-    d_gh[:, 2 * hs:] = np.multiply(da_n, r)
-    return dhz
+def _lstm_back_scratch(bufs: tuple, dh, dc, b: int, hs: int) -> tuple:
+    """The LSTM backward's views for a step of b rows: dh[:b], dc[:b], three (b, .)
+    scratch rows, the (4, b, H) gate-major d gates and its first 3 / last gate."""
+    db, tb, dr, dgs = bufs
+    dg = _gates(dgs, b, 4, hs)
+    return (dh[:b], dc[:b], db[:b], tb[:b], None if dr is None else dr[:b], dg, dg[:3],
+            dg[3])
+
+
+def _gru_back(ws: dict, rows_l: list, back: list, d_out, dh, w_hh, dgh):
+    """BPTT of the GRU in the state dh (B, H) (-> dh0), d gh into dgh; -> d gi (sum b_t,
+    3 H): per step, as _FusedGRUCell.backward (the same products in the same order):
+    dh = d out + dh, dhz = dh z, da_n = (dh - dhz) (1 - n^2), da_z = ((dh (h - n)) z)
+    (1 - z), da_r = ((da_n gh_n) r) (1 - r), d gi = [da_r, da_z, da_n] (gate-major, one
+    copy to rows at the end), d gh = [da_r, da_z, da_n r]; dh_{t-1} = dhz + d gh w_hh. The
+    per-step path sums dh_{t-1} in its engine's order of arrival, (d out + dh z) + dgh
+    w_hh, or d out + (dh z + dgh w_hh) where the packed state was sliced or extended
+    between the steps (one node passes the last two on): ``pend`` holds dgh w_hh (its
+    first ``pb`` rows) meanwhile."""
+    rzn, ghn, hp = ws["rzn"], ws["ghn"], ws["hp"]
+    hs, dt, bsz = ghn.shape[1], dh.dtype, dh.shape[0]
+    total = ghn.shape[0]
+    dgi = np.empty((3, total, hs), dt)
+    db, pend, pb = np.empty((bsz, hs), dt), np.empty((bsz, hs), dt), 0
+    for steps, r0, r1 in _chunks(back, rows_l, 4 * hs):
+        n_c = rzn[2, r0:r1]
+        tn = np.multiply(n_c, n_c)
+        np.subtract(1, tn, out=tn)  # 1 - n^2
+        hmn = np.subtract(hp[r0:r1], n_c)  # h - n
+        omrz = np.subtract(1, rzn[:2, r0:r1])  # 1 - [r z]
+        for t in steps:
+            rows = rows_l[t]
+            b = rows.stop - rows.start
+            lr = slice(rows.start - r0, rows.stop - r0)
+            if pb and pb != b:
+                np.add(dh[:pb], pend[:pb], out=dh[:pb])
+                pb = 0
+            dhb, dbb, dgr = dh[:b], db[:b], dgh[rows]
+            dht = dhb if d_out is None else np.add(d_out[rows], dhb, out=dbb)
+            if pb:
+                dht = np.add(dht, pend[:b], out=dbb)
+            elif dht is dhb:  # (dhb becomes dhz below)
+                dht = dbb
+                np.copyto(dht, dhb)
+            gt = dgi[:, rows]  # (3, b, H)
+            np.multiply(dht, rzn[1, rows], out=dhb)  # dhz: the direct part of dh_{t-1}
+            dn = np.subtract(dht, dhb, out=gt[2])
+            np.multiply(dn, tn[lr], out=dn)  # da_n
+            np.multiply(dn, ghn[rows], out=gt[0])
+            np.multiply(dht, hmn[lr], out=gt[1])
+            x = gt[:2]
+            np.multiply(np.multiply(x, rzn[:2, rows], out=x), omrz[:, lr], out=x)  # da_r, z
+            gr = _by_gate(dgr, 3, hs)
+            np.copyto(gr[:2], x)
+            np.multiply(dn, rzn[0, rows], out=gr[2])
+            np.matmul(dgr, w_hh, out=pend[:b])
+            pb = b
+    if pb:
+        np.add(dh[:pb], pend[:pb], out=dh[:pb])
+    return np.ascontiguousarray(dgi.transpose(1, 0, 2)).reshape(total, 3 * hs)
+
+
+def _rnn_back(ws: dict, rows_l: list, back: list, d_out, dh, w_hh, dgh, relu: bool) -> None:
+    """BPTT of the tanh / relu RNN in the state dh (B, H) (-> dh0), d pre-activations into
+    dgh: dh = d out + dh; d a = dh (1 - y^2) (relu: dh where y != 0); dh_{t-1} = d a w_hh."""
+    y = ws["y"]
+    db, width = np.empty(dh.shape, dh.dtype), dh.shape[1]
+    for steps, r0, r1 in _chunks(back, rows_l, width):
+        if not relu:
+            tt = np.multiply(y[r0:r1], y[r0:r1])
+            np.subtract(1, tt, out=tt)  # 1 - y^2 (tanh_backward's)
+        for t in steps:
+            rows = rows_l[t]
+            b = rows.stop - rows.start
+            dhb, dg = dh[:b], dgh[rows]
+            dht = dhb if d_out is None else np.add(d_out[rows], dhb, out=db[:b])
+            if relu:
+                dg[...] = _relu_backward(dht, y[rows])
+            else:
+                np.multiply(dht, tt[rows.start - r0:rows.stop - r0], out=dg)
+            np.matmul(dg, w_hh, out=dhb)
 
 
 # ---------------------------------------------------------------- the node
@@ -343,7 +630,10 @@ def _weight_grads(need: tuple, ws: dict, x, w_ih, dgi, dgh, dhp, proj: bool,
     g_wih = np.matmul(dgi.T, x._data.reshape(-1, x.shape[-1])) if need[3] else None
     g_whh = np.matmul(dgh.T, ws["hp"]) if need[4] else None
     g_bih = _rows_sum(dgi, x_dev) if need[5] else None
-    g_bhh = _rows_sum(dgh, x_dev) if need[6] else None
+    if need[6]:  # (LSTM, RNN: dgi is dgh, the same sum)
+        g_bhh = g_bih.copy() if g_bih is not None and dgi is dgh else _rows_sum(dgh, x_dev)
+    else:
+        g_bhh = None
     g_whr = np.matmul(dhp.T, ws["hr"]) if proj and need[7] else None
     return g_x, g_wih, g_bih, g_whh, g_bhh, g_whr
 
