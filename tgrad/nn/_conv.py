@@ -1,5 +1,5 @@
-"""Convolution and pooling as compositions of tgrad ops (no kernel of their own), re-exported
-by tgrad.nn.functional.
+"""Convolution and pooling as compositions of tgrad ops (no kernel of their own, except on
+the CPU: below), re-exported by tgrad.nn.functional.
 
 Shapes (PyTorch's): conv2d input (N, C, H, W) or unbatched (C, H, W), weight
 (O, C / groups, kh, kw), bias (O,) -> (N, O, oh, ow) with
@@ -14,9 +14,15 @@ PyTorch's ConvolutionBackward0, whose backward is the formula of those parts). G
 come from the parts: the gather's
 backward (``Col2Im``) adds the columns' gradient into the overlapping windows (on the CPU
 one strided-slice add per kernel offset, deterministic kernels on the GPU), max's
-backward routes each window's gradient to the index it returned (the first maximum, as
-PyTorch's max_pool2d), so double backward works too. Memory is that of im2col:
-N C kh kw oh ow elements for the columns.
+backward routes each window's gradient to the index it returned (the first maximum, or
+the last NaN, as PyTorch's max_pool2d), so double backward works too. Memory is that of
+im2col: N C kh kw oh ow elements for the columns.
+
+On the CPU, ``Convolution`` in float32/float64 runs the same steps as NumPy primitives
+(tgrad/backends/_numpy_conv.py, scratch arrays in a workspace) and ``MaxPool`` in
+float32/float64 and the integers strided per-tap NumPy kernels without columns
+(tgrad/backends/_numpy_pool.py), both bit-identical to the composite; the composite is
+what runs under create_graph (the backward) and on other dtypes and devices.
 """
 
 from __future__ import annotations

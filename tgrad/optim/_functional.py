@@ -2,9 +2,10 @@
 
 Each function updates ONE parameter group: lists of params, grads and state tensors of
 equal length, hyper-parameters as keywords. They run under no_grad with in-place tensor
-ops on the CPU. ``FUSED`` is the seam for the GPU: a per-device-type implementation
-``FUSED[(name, device_type)](same arguments)`` (one fused kernel launch per group) is used
-instead when registered.
+ops on the CPU (sgd's and adam's common float32/float64 case on the NumPy arrays directly,
+bit-identical: the CPU fast path below). ``FUSED`` is the seam for the GPU: a
+per-device-type implementation ``FUSED[(name, device_type)](same arguments)`` (one fused
+kernel launch per group) is used instead when registered.
 """
 
 from __future__ import annotations
