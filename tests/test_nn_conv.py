@@ -1500,3 +1500,34 @@ def test_conv_dtype_error_reads_as_pytorch():
         F.conv2d(x, tgrad.ones(3, 2, 3, 3), tgrad.ones(3, dtype=tgrad.float64))
     with pytest.raises(RuntimeError, match=r"Input type \(double\) and weight type \(float\)"):
         F.conv2d(x.double(), tgrad.ones(3, 2, 3, 3))
+
+
+@pytest.mark.parametrize("pshape", [(3, 1), (1, 3), (3, 1, 1)])
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_reads_weight_and_bias_by_element_count(pshape, training):
+    # PyTorch takes any weight / bias of C elements; the values and the gradients are those
+    # of the (C,) vectors, the gradients in the parameters' own shapes
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 3, 5))
+    w, b = rng.standard_normal(3) + 1.5, rng.standard_normal(3)
+    mean, var = x.mean(axis=(0, 2)), x.var(axis=(0, 2))
+    if not training:
+        mean, var = np.array([0.1, -0.2, 0.3]), np.array([1.5, 0.5, 2.0])
+    ref = ((x - mean[:, None]) / np.sqrt(var[:, None] + 1e-5)) * w[:, None] + b[:, None]
+    xt = tgrad.tensor(x, requires_grad=True)
+    wt = tgrad.tensor(w.reshape(pshape), requires_grad=True)
+    bt = tgrad.tensor(b.reshape(pshape), requires_grad=True)
+    rm = tgrad.tensor([0.1, -0.2, 0.3], dtype=tgrad.float64)
+    rv = tgrad.tensor([1.5, 0.5, 2.0], dtype=tgrad.float64)
+    y = F.batch_norm(xt, rm, rv, wt, bt, training=training)
+    np.testing.assert_allclose(y.detach().numpy(), ref, rtol=1e-12, atol=1e-12)
+    g = rng.standard_normal(x.shape)
+    y.backward(tgrad.tensor(g))
+    xhat = (x - mean[:, None]) / np.sqrt(var[:, None] + 1e-5)
+    assert wt.grad.shape == pshape and bt.grad.shape == pshape
+    np.testing.assert_allclose(wt.grad.numpy().reshape(3), (g * xhat).sum(axis=(0, 2)),
+                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(bt.grad.numpy().reshape(3), g.sum(axis=(0, 2)), rtol=1e-12)
+    assert tgrad.autograd.gradcheck(
+        lambda a, c, d: F.batch_norm(a, None, None, c, d, training=True),
+        (xt, wt, bt))

@@ -125,6 +125,9 @@ def _batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor 
                   weight=weight, bias=bias)
     _check_vectors("batch_norm", input, running_mean=running_mean, running_var=running_var)
     _check_float("batch_norm", input)  # (PyTorch's NotImplementedError, its kernel text)
+    # weight and bias are read by element count, as PyTorch: a (C, 1) one as its (C,) view
+    weight = weight if weight is None or weight.ndim == 1 else weight.reshape(c)
+    bias = bias if bias is None or bias.ndim == 1 else bias.reshape(c)
     mean_grad = running_mean is not None and running_mean.requires_grad
     if (mean_grad or running_var is not None and running_var.requires_grad) \
             and is_grad_enabled():
