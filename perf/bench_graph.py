@@ -142,7 +142,8 @@ def main(argv=None) -> int:
     p.add_argument("--compare", default="", help="comma list: torch")
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--repeat", type=int, default=7)
-    p.add_argument("--out", default=str(ROOT / "perf" / "out"))
+    p.add_argument("--out", default=str(ROOT / "perf" / "out"),
+                   help="folder for the JSON; '' writes nothing")
     a = p.parse_args(argv)
     gpu = tgrad.cuda.is_available() and not tgrad.cuda.is_interpreted()
     if a.device == "cuda" and not gpu:
@@ -184,7 +185,8 @@ def main(argv=None) -> int:
         "model": {"layers": LAYERS, "width": WIDTH, "batch": BATCH},
         "method": "perf_counter over --steps steps + one sync, median of --repeat",
         "results": res, "targets": summary}
-    _report.save(report, a.out, "bench_graph.json")
+    if a.out:  # ('' : the table only)
+        _report.save(report, a.out, "bench_graph.json")
     return 0
 
 

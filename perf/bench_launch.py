@@ -257,7 +257,8 @@ def main(argv=None) -> int:
     p.add_argument("--compare", default="", help="comma list: torch")
     p.add_argument("--number", type=int, default=2000)
     p.add_argument("--repeat", type=int, default=7)
-    p.add_argument("--out", default=str(ROOT / "perf" / "out"))
+    p.add_argument("--out", default=str(ROOT / "perf" / "out"),
+                   help="folder for the JSON (and --profile traces); '' writes nothing")
     p.add_argument("--profile", type=int, default=0, metavar="N",
                    help="also write a cProfile of N tiny ops per device")
     a = p.parse_args(argv)
@@ -281,9 +282,10 @@ def main(argv=None) -> int:
         "device_name": tgrad.cuda.get_device_name() if gpu else platform.processor(),
         "method": "perf_counter_ns loops, GC off, median of repeats; cuda: one sync per loop",
         "rows": rows, "targets": summary}
-    out = _report.save(report, a.out, "bench_launch.json").parent
-    for d in devices if a.profile else ():
-        print(f"wrote {profile(d, a.profile, out)}")
+    if a.out:  # ('' : the table only, as the other bench scripts)
+        out = _report.save(report, a.out, "bench_launch.json").parent
+        for d in devices if a.profile else ():
+            print(f"wrote {profile(d, a.profile, out)}")
     return 0
 
 
