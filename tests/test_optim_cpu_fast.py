@@ -273,3 +273,22 @@ def test_refused_parameters_keep_the_op_paths_errors(monkeypatch):
     with pytest.raises(RuntimeError, match="Inplace update to inference tensor"):
         _functional.sgd([q], [tgrad.ones(3)], [None], **kw)
     assert calls == []
+
+
+@pytest.mark.parametrize("make_step", [lambda: tgrad.tensor(0.0, dtype=tgrad.float64),
+                                       lambda: tgrad.zeros(3)[1],  # a view: shared version
+                                       lambda: tgrad.tensor(0)])   # int64: through the op
+def test_adam_step_tensors_of_other_kinds_count_as_the_op_path(make_step, monkeypatch):
+    def run():
+        case = _Case(np.float32)
+        m, v, vmax = case.state(3)
+        steps = [make_step() for _ in case.params]
+        for gs in case.grads:
+            _functional.adam(case.params, gs, m, v, vmax, steps, **ADAM[0])
+        return case.tensors() + m + v + steps
+    with monkeypatch.context() as mp:
+        _force_op_path(mp)
+        ref = run()
+    got = run()
+    _assert_same(got, ref)
+    assert got[-1].item() == STEPS

@@ -245,6 +245,20 @@ def _sgd_cpu(p: Tensor, g: Tensor, buf: Tensor | None, *, lr: float, momentum: f
     p._storage.version += 1
 
 
+def _next_step(step_t: Tensor) -> float:
+    """``step_t.add_(1); step_t.item()``: a 0-d float CPU step tensor in place on its array
+    (1 read in its dtype, one version bump); any other through the op."""
+    a = step_t._data
+    if (type(a) is np.ndarray and a.ndim == 0 and a.dtype.kind == "f" and a.flags.writeable
+            and step_t.device.type == "cpu" and type(step_t._storage) is not InferenceStorage
+            and not step_t._sparse):
+        np.add(a, a.dtype.type(1), out=a)
+        step_t._storage.version += 1
+        return a.item()
+    step_t.add_(1)
+    return step_t.item()
+
+
 def _adam_cpu(p: Tensor, g: Tensor, m: Tensor, v: Tensor, vmax: Tensor | None,
               step_t: Tensor, *, lr: float, beta1: float, beta2: float, eps: float,
               weight_decay: float, amsgrad: bool, maximize: bool,
@@ -254,10 +268,9 @@ def _adam_cpu(p: Tensor, g: Tensor, m: Tensor, v: Tensor, vmax: Tensor | None,
       m <- m * b1 + g * (1 - b1);   v <- v * b2 + (g * g) * (1 - b2);   (vmax <- max(vmax, v))
       d <- sqrt(v | vmax) / sqrt(1 - b2^t) + eps;   p <- p + (m / d) * (-(lr / (1 - b1^t))),
     each product, quotient and sum rounded in the parameter's dtype. The step tensor is
-    updated by its own op (step_t.add_(1)); versions bump as the op path's (p: 1, or 2 with
+    updated as step_t.add_(1) (_next_step); versions bump as the op path's (p: 1, or 2 with
     decoupled weight decay; m, v: 2; vmax: 1)."""
-    step_t.add_(1)
-    step = step_t.item()
+    step = _next_step(step_t)
     pa, ga, ma, va = p._data, g._data, m._data, v._data
     c = pa.dtype.type  # a Python number is read in the parameter's dtype
     tmp = np.empty_like(pa)
