@@ -1,5 +1,7 @@
 """Tensor basics: dtypes, type promotion, creation functions, interop, metadata, repr."""
 
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -1059,3 +1061,39 @@ def test_channels_last_layouts():
     np.testing.assert_allclose(conv(y).detach().numpy(), want, rtol=1e-12)
     e = tgrad.empty(2, 3, 4, 5, memory_format=cl, requires_grad=True)
     assert e.stride() == (60, 1, 15, 3) and e.is_leaf and e.requires_grad
+
+
+# PyTorch's read-only Tensor attributes: assigning (or deleting) one raises AttributeError
+# ("attribute 'dtype' of 'torch._C.TensorBase' objects is not writable"); the tensor is
+# unchanged. dtype / device name what to use instead.
+@pytest.mark.parametrize("name, value, hint", [("dtype", tgrad.float64, "to(dtype)"),
+                                               ("device", "cpu", "to(device)")])
+def test_dtype_and_device_are_read_only(name, value, hint):
+    t = tgrad.ones(2, 3)
+    with pytest.raises(AttributeError, match=rf"'{name}'.*not writable.*{re.escape(hint)}"):
+        setattr(t, name, value)
+    with pytest.raises(AttributeError, match=f"'{name}'.*not writable"):
+        delattr(t, name)
+    assert t.dtype is tgrad.float32 and t.device == tgrad.device("cpu")
+    p = tgrad.nn.Parameter(tgrad.ones(2))  # (a subclass: the same)
+    with pytest.raises(AttributeError, match=f"'{name}'.*not writable"):
+        setattr(p, name, value)
+    assert t.to(tgrad.float64).dtype is tgrad.float64  # (what to use instead)
+
+
+@pytest.mark.parametrize("name", ["shape", "ndim", "is_leaf", "grad_fn", "is_cuda", "T", "mT",
+                                  "output_nr", "retains_grad", "layout", "is_sparse",
+                                  "itemsize", "nbytes"])
+def test_other_read_only_attributes_raise(name):
+    t = tgrad.ones(2, 3, requires_grad=True) * 2
+    before = getattr(t, name)
+    with pytest.raises(AttributeError):
+        setattr(t, name, before)
+
+
+def test_writable_attributes_stay_writable():
+    t = tgrad.ones(2, 3)
+    t.requires_grad = True
+    t.grad = tgrad.zeros(2, 3)
+    t.data = tgrad.full((2, 3), 5.0, dtype=tgrad.float64)  # .data takes the new dtype
+    assert t.dtype is tgrad.float64 and float(t.detach().sum()) == 30.0

@@ -142,7 +142,7 @@ _DTYPE_OF = {d.np: d for d in dtypes.SUPPORTED_DTYPES}
 
 
 class Tensor:
-    __slots__ = ("_data", "_storage", "dtype", "device", "_requires_grad", "_grad",
+    __slots__ = ("_data", "_storage", "_dtype", "_device", "_requires_grad", "_grad",
                  "_grad_fn", "_output_nr", "_base", "_view_chain", "_grad_fn_version",
                  "_hooks", "_retains_grad", "_grad_accumulator", "__weakref__", "__dict__")
 
@@ -165,8 +165,8 @@ class Tensor:
             return
         self._data = data
         self._storage = _new_storage(data) if storage is None else storage
-        self.dtype = dtype
-        self.device = device
+        self._dtype = dtype
+        self._device = device
         self._requires_grad = requires_grad
         self._grad = None
         self._grad_fn = None
@@ -178,6 +178,30 @@ class Tensor:
         self._grad_accumulator = None
 
     # ------------------------------------------------------------------ metadata
+    # dtype and device are read-only, as PyTorch's (``t.dtype = ...`` raises AttributeError;
+    # ``.to(dtype)`` / ``.to(device)`` make a converted tensor). The slots are _dtype /
+    # _device (written only by tgrad itself); attrgetter keeps the read in C.
+    dtype = property(operator.attrgetter("_dtype"), doc="The tensor's dtype (read-only).")
+    device = property(operator.attrgetter("_device"), doc="The tensor's device (read-only).")
+
+    @dtype.setter
+    def dtype(self, value) -> None:
+        raise AttributeError("attribute 'dtype' of 'tgrad.Tensor' objects is not writable "
+                             "(use t.to(dtype) for a tensor of another dtype)")
+
+    @device.setter
+    def device(self, value) -> None:
+        raise AttributeError("attribute 'device' of 'tgrad.Tensor' objects is not writable "
+                             "(use t.to(device) for a tensor on another device)")
+
+    @dtype.deleter
+    def dtype(self) -> None:
+        raise AttributeError("attribute 'dtype' of 'tgrad.Tensor' objects is not writable")
+
+    @device.deleter
+    def device(self) -> None:
+        raise AttributeError("attribute 'device' of 'tgrad.Tensor' objects is not writable")
+
     @property
     def shape(self) -> tuple:
         return self._data.shape
@@ -405,8 +429,8 @@ class Tensor:
                        else Storage)(other._storage.root)
             storage.version = self._storage.version
             self._storage = storage
-        self.dtype = other.dtype
-        self.device = other.device
+        self._dtype = other._dtype
+        self._device = other._device
 
     def detach(self) -> Tensor:
         storage = self._storage

@@ -347,7 +347,7 @@ def _validate_grads(node: BackwardCFunction, grads: tuple) -> tuple:
             continue
         meta = metas[i]
         if type(g) is Tensor and meta is not None and meta is not _NOT_TENSOR \
-                and g._data.shape == meta[0] and g.dtype is meta[1] and g.device is meta[2]:
+                and g._data.shape == meta[0] and g._dtype is meta[1] and g._device is meta[2]:
             continue  # the common case: nothing to check further
         new = _checked_grad(node, i, g, meta)
         if new is not g:
@@ -686,7 +686,7 @@ def _wire_graph(ctx, args, outputs, is_tuple):
     tensor that does not, ``_NOT_TENSOR`` otherwise (used to validate returned gradients)."""
     dirty = ctx.dirty_tensors
     for o in outputs:
-        if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex):
+        if isinstance(o, Tensor) and (o._dtype.is_floating_point or o._dtype.is_complex):
             break
     else:  # no differentiable output (comparisons, argmax): no node, and the inputs' grad_fn
         # are not read (a stale split output may still be compared, as in PyTorch); a node
@@ -711,8 +711,8 @@ def _wire_graph(ctx, args, outputs, is_tuple):
                     ref = a._grad_accumulator
                     acc = ref() if ref is not None else None
                     edges.append((acc if acc is not None else grad_accumulator(a), 0))
-                in_entry = (a.device._metas.get((a._data.shape, a.dtype))
-                            or _meta_entry(a._data.shape, a.dtype, a.device))
+                in_entry = (a._device._metas.get((a._data.shape, a._dtype))
+                            or _meta_entry(a._data.shape, a._dtype, a._device))
                 in_meta.append(in_entry[0])
             else:
                 edges.append(_NONE_EDGE)
@@ -737,7 +737,7 @@ def _wire_graph(ctx, args, outputs, is_tuple):
             new_outputs.append(o)
             i += 1
             continue
-        if (not (o.dtype.is_floating_point or o.dtype.is_complex)
+        if (not (o._dtype.is_floating_point or o._dtype.is_complex)
                 or (nondiff and _is_in(o, nondiff))):
             o = _non_differentiable_output(o, args, dirty)
             entry = _meta_entry(o._data.shape, o.dtype, o.device)
@@ -764,8 +764,8 @@ def _wire_graph(ctx, args, outputs, is_tuple):
                     break
             if o._base is not None and ctx._forward_cls._returns_views:
                 o._custom_function_view = True  # no in-place on it (as PyTorch)
-        entry = (o.device._metas.get((o._data.shape, o.dtype))
-                 or _meta_entry(o._data.shape, o.dtype, o.device))
+        entry = (o._device._metas.get((o._data.shape, o._dtype))
+                 or _meta_entry(o._data.shape, o._dtype, o._device))
         out_meta.append(entry[0])
         new_outputs.append(o)
         o._grad_fn = ctx

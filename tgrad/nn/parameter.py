@@ -107,13 +107,13 @@ class UninitializedTensorMixin:
         new = empty(tuple(shape), device=device if device is not None else self.device,
                     dtype=dtype if dtype is not None else self.dtype)
         self._data, self._storage = new._data, new._storage
-        self.dtype, self.device = new.dtype, new.device
+        self._dtype, self._device = new.dtype, new.device
         self.__class__ = self.cls_to_become
 
     def _set_placeholder(self, converted: Tensor) -> None:
         """Take dtype and device from ``converted`` (Module._apply's fn of the placeholder)."""
         self._data, self._storage = converted._data, converted._storage
-        self.dtype, self.device = converted.dtype, converted.device
+        self._dtype, self._device = converted.dtype, converted.device
         self._guard()
 
     def _guard(self) -> None:

@@ -193,7 +193,7 @@ def route_sparse(name: str, exc: BaseException, *operands, **kwargs):
 
 def backend_of(t: Tensor):
     try:
-        return _BACKENDS[t.device.type]  # the hot path: one dict lookup
+        return _BACKENDS[t._device.type]  # the hot path: one dict lookup
     except KeyError:
         return get_backend(t.device)  # raises the clear error
 
@@ -216,7 +216,7 @@ def wrap(arr, device) -> Tensor:
 
 def make_view(x: Tensor, arr) -> Tensor:
     """A tensor viewing ``x``'s storage through the backend view ``arr``."""
-    out = Tensor(arr, x._storage, x.device)
+    out = Tensor(arr, x._storage, x._device)
     out._base = x if x._base is None else x._base
     out._grad_fn_version = x._storage.version
     return out

@@ -97,10 +97,10 @@ def _rule_product(name: str, g: Tensor, s) -> Tensor:
     device, this is the binary op's forward fast path without the Function call around it
     (the same ``be.binary`` on the same arrays); anything else (numbers, promotion, devices,
     shapes that do not broadcast) takes the op itself."""
-    if (type(s) is Tensor and type(g) is Tensor and s.dtype is g.dtype
-            and s.device is g.device and g.dtype.is_floating_point and _unobserved()):
+    if (type(s) is Tensor and type(g) is Tensor and s._dtype is g._dtype
+            and s._device is g._device and g._dtype.is_floating_point and _unobserved()):
         try:
-            return wrap(backend_of(g).binary(name, g._data, s._data), g.device)
+            return wrap(backend_of(g).binary(name, g._data, s._data), g._device)
         except ValueError:
             pass  # not broadcastable (a node called by hand): the op raises its own error
     return _RULE_PRODUCT_OPS[name](g, s)
@@ -920,27 +920,27 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
     def forward(ctx, a, b):
         narrow_to = None  # a dtype to round the result to (a number over a half tensor)
         op = name  # the backend's op (name, but for pow(bool tensor, bool))
-        if (type(a) is Tensor and type(b) is Tensor and a.dtype is b.dtype
-                and a.device is b.device and a.dtype.is_floating_point and plain_float):
+        if (type(a) is Tensor and type(b) is Tensor and a._dtype is b._dtype
+                and a._device is b._device and a._dtype.is_floating_point and plain_float):
             # Fast path (the common case): two float tensors of one dtype on one device,
             # so no promotion, casts or operand checks.
-            if is_mul and a.dtype.itemsize == 1:  # float8: PyTorch's reduced-float mul
+            if is_mul and a._dtype.itemsize == 1:  # float8: PyTorch's reduced-float mul
                 _refuse_float8_mul_by_one_value(b._data)
-            dev = a.device
+            dev = a._device
             be = backend_of(a)
             xa, xb = a._data, b._data
         elif (type(b) is float or (type(b) is int and -_FAST_INT < b < _FAST_INT)) \
-                and type(a) is Tensor and a.dtype.is_floating_point and plain_float:
+                and type(a) is Tensor and a._dtype.is_floating_point and plain_float:
             # A float tensor and a Python number (x * 0.5, g / n, x + 1, x ** 2): the
             # tensor's dtype (a number does not promote a float tensor) and no operand
             # checks apply. Python ints take the same rules as floats, as in PyTorch.
-            dev, be, xa = a.device, backend_of(a), a._data
-            if is_mul and a.dtype.itemsize == 1:  # a float8 tensor times a number
-                _refuse_float8_scalar_mul(a.dtype)
-            if a.dtype.itemsize == 2 and is_pow:  # PyTorch: pow(half, 1e5) raises
-                dtypes.check_value_fits(name, b, a.dtype)
-            xb = _number_as(_F32 if f32_number and a.dtype.itemsize == 2 else a.dtype.np.type, b)
-            if is_pow and type(b) is float and a.dtype is dtypes.float32 and \
+            dev, be, xa = a._device, backend_of(a), a._data
+            if is_mul and a._dtype.itemsize == 1:  # a float8 tensor times a number
+                _refuse_float8_scalar_mul(a._dtype)
+            if a._dtype.itemsize == 2 and is_pow:  # PyTorch: pow(half, 1e5) raises
+                dtypes.check_value_fits(name, b, a._dtype)
+            xb = _number_as(_F32 if f32_number and a._dtype.itemsize == 2 else a._dtype.np.type, b)
+            if is_pow and type(b) is float and a._dtype is dtypes.float32 and \
                     b not in _POW_F32_EXPONENTS and dev.type == "cpu":
                 # the exponent rounded to float32, as PyTorch's vectorized CPU loop, and the
                 # power computed in double, rounded once (powf is off by an ulp in ~8% of
@@ -1025,7 +1025,7 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
         need_a, need_b = ctx.needs_input_grad
         if number_first_raises and need_b and not isinstance(a, Tensor):
             raise RuntimeError(f"derivative for aten::{name} is not implemented")
-        if g.dtype.is_complex:  # computed in complex: PyTorch's conjugate convention
+        if g._dtype.is_complex:  # computed in complex: PyTorch's conjugate convention
             return _complex_binary_grads(name, g, a, b, y, need_a, need_b)
         if joint is not None:
             return joint(g, a, b, y, need_a, need_b)
@@ -1153,7 +1153,7 @@ def _binary_fn(name: str, methods=(), reflected=()):
         operand that is no Tensor or number (OPERANDS: obj.__radd__ is called)."""
         def fn(input, other) -> Tensor:  # noqa: A002
             if type(other) is Tensor and type(input) is Tensor and \
-                    other.device is not input.device:
+                    other._device is not input._device:
                 input, other = _cpu_scalars_moved(input, other)  # noqa: A001
             try:
                 return cls.apply(input, other)
