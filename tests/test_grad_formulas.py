@@ -205,11 +205,13 @@ def test_prod_of_one_factor_is_in_the_graph_under_create_graph():
     assert tgrad.autograd.gradgradcheck(lambda t: t.reshape(1, 2).prod(0), (x,))
 
 
-@pytest.mark.parametrize("value", [2.0, np.inf, -np.inf])
+@pytest.mark.parametrize("value", [2.0, np.inf, -np.inf, np.nan])
 def test_logcumsumexp_of_one_element_is_in_the_graph_under_create_graph(value):
-    # logcumsumexp of one element is the element: dy/dx = 1, d2y/dx2 = 0 (hand); under
-    # create_graph the gradient of a >= 1-d x is a node of x's graph (PyTorch's), so a
-    # second grad works; a 0-d x's is g itself, a constant, as PyTorch's
+    # logcumsumexp of one element is the element: dy/dx = e^(x - out) = 1, d2y/dx2 = 0
+    # (hand), NaN where x is +-inf or NaN (e^(inf - inf): PyTorch's formula, as for more
+    # elements); under create_graph the gradient of a >= 1-d x is a node of x's graph
+    # (PyTorch's), so a second grad works; a 0-d x's is g itself, a constant, as PyTorch's
+    finite = np.isfinite(value)
     x0 = tgrad.tensor(value, dtype=tgrad.float64, requires_grad=True)
     (g,) = tgrad.autograd.grad(x0.logcumsumexp(0), x0, create_graph=True)
     assert not g.requires_grad and g.item() == 1.0
@@ -219,9 +221,12 @@ def test_logcumsumexp_of_one_element_is_in_the_graph_under_create_graph(value):
         np.testing.assert_array_equal(y.detach().numpy(), np.full(shape, value))
         (g,) = tgrad.autograd.grad(y.sum(), x, create_graph=True)
         assert g.requires_grad
-        np.testing.assert_array_equal(g.detach().numpy(), np.ones(shape))
+        np.testing.assert_array_equal(g.detach().numpy(), np.full(shape, 1.0 if finite
+                                                                  else np.nan))
         (g2,) = tgrad.autograd.grad((g * g).sum(), x)
-        np.testing.assert_array_equal(g2.numpy(), np.zeros(shape))
+        np.testing.assert_array_equal(g2.numpy(), np.full(shape, 0.0 if finite else np.nan))
+        (g1,) = tgrad.autograd.grad(x.logcumsumexp(-1).sum(), x)  # (no create_graph)
+        np.testing.assert_array_equal(g1.numpy(), np.full(shape, 1.0 if finite else np.nan))
 
 
 def test_norm_second_derivative_at_zero_is_nan():

@@ -245,3 +245,82 @@ def test_logcumsumexp_cpu_values_and_gradients_against_references():
     assert tgrad.autograd.gradcheck(lambda v: v.logcumsumexp(0), (t,))
     assert tgrad.autograd.gradgradcheck(lambda v: v.logcumsumexp(0), (t,))
     assert tgrad.autograd.gradgradcheck(lambda v: v[:, ::2].logcumsumexp(-1), (t,))
+
+
+# logcumsumexp with infinities: dx_j = sum_{k >= j} g_k exp(x_j - out_k) (PyTorch's formula,
+# the prefix logsumexp's gradient) is NaN wherever x_j - out_k is inf - inf, i.e. x_j = +inf,
+# or x_j = -inf with every x_i (i <= j) -inf, whatever g (0 too); a tie of infinities does not
+# share the gradient 1/2 each. Reference: that formula in NumPy float64, term by term.
+_LCSE_SPECIAL = [INF, -INF, NAN, 0.0, 1.5, -2.0]
+
+
+def _logcumsumexp_grad_ref(x: np.ndarray, g: np.ndarray) -> np.ndarray:
+    out = _logcumsumexp_careful(x)
+    with np.errstate(all="ignore"):
+        return np.array([np.sum(g[j:] * np.exp(x[j] - out[j:])) for j in range(len(x))])
+
+
+def _lcse_cases():
+    import itertools
+    rng = np.random.default_rng(11)
+    for n in (1, 2, 3, 4):
+        for xs in itertools.product(_LCSE_SPECIAL, repeat=n):
+            if not np.isfinite(xs).all():
+                yield np.array(xs), rng.choice([1.0, 0.0, -0.5, 2.0], n)
+
+
+@pytest.mark.parametrize("path", ["cpu", "create_graph", "composite"])
+def test_logcumsumexp_gradient_is_nan_at_infinite_ties(path):
+    from tgrad.ops.logmath import _logcumsumexp_scan
+    for x, g in _lcse_cases():
+        want = _logcumsumexp_grad_ref(x, g)
+        leaf = tgrad.tensor(x, requires_grad=True)
+        if path == "composite" and len(x) > 1:
+            y = _logcumsumexp_scan(leaf, 0)  # (the GPU's path)
+        else:
+            y = tgrad.logcumsumexp(leaf, 0)
+        (got,) = tgrad.autograd.grad(y, leaf, tgrad.tensor(g),
+                                     create_graph=path == "create_graph")
+        np.testing.assert_allclose(got.detach().numpy(), want, rtol=1e-13, atol=0,
+                                   err_msg=str((x, g)))
+
+
+def test_logcumsumexp_nan_gradient_strided_float32_and_second_order():
+    x = np.array([[1.0, -INF], [INF, -INF], [2.0, 3.0], [INF, -INF]])  # dim 0 of x.T
+    g = np.array([[0.5, 1.0, 0.0, 2.0], [1.0, 1.0, 1.0, 1.0]])
+    for dt in (tgrad.float64, tgrad.float32):
+        leaf = tgrad.tensor(x, dtype=dt, requires_grad=True)
+        y = leaf.t().logcumsumexp(1)  # (2, 4), a non-contiguous input
+        (got,) = tgrad.autograd.grad(y, leaf, tgrad.tensor(g, dtype=dt))
+        want = np.stack([_logcumsumexp_grad_ref(x[:, r], g[r]) for r in range(2)], 1)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=0)
+    leaf = tgrad.tensor([INF, 1.0, 2.0], requires_grad=True)  # the second order: NaN at
+    (g1,) = tgrad.autograd.grad(leaf.logcumsumexp(0).sum(), leaf, create_graph=True)
+    (g2,) = tgrad.autograd.grad(g1.sum(), leaf)  # the infinite element (PyTorch's)
+    assert np.isnan(g1.detach().numpy()[0]) and np.isnan(g2.numpy()[0])
+    np.testing.assert_array_equal(g1.detach().numpy()[1:], [0.0, 0.0])
+
+
+def test_logcumsumexp_nan_gradient_on_interpreted_cuda():
+    pytest.importorskip("triton")
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from interpreted import run_json
+    res = run_json("""
+import json, numpy as np, tgrad
+inf = float("inf")
+x = np.array([[inf, 1.0, inf, -2.0], [-inf, -inf, 0.5, -inf], [1.0, 2.0, 3.0, 4.0]])
+g = np.array([[1.0, 0.0, 2.0, -1.0], [0.5, 1.0, 1.0, 3.0], [1.0, 1.0, 1.0, 1.0]])
+out = {}
+for dev in ("cpu", "cuda"):
+    leaf = tgrad.tensor(x, device=dev, requires_grad=True)
+    (gx,) = tgrad.autograd.grad(leaf.logcumsumexp(1), leaf, tgrad.tensor(g, device=dev))
+    out[dev] = [str(v) for v in gx.cpu().numpy().ravel()]
+print(json.dumps(out))
+""")
+    assert res["cuda"] == res["cpu"]
+    x = np.array([[INF, 1.0, INF, -2.0], [-INF, -INF, 0.5, -INF], [1.0, 2.0, 3.0, 4.0]])
+    g = np.array([[1.0, 0.0, 2.0, -1.0], [0.5, 1.0, 1.0, 3.0], [1.0, 1.0, 1.0, 1.0]])
+    want = np.stack([_logcumsumexp_grad_ref(x[r], g[r]) for r in range(3)])
+    np.testing.assert_allclose(np.array(res["cuda"], float).reshape(3, 4), want, rtol=1e-13)

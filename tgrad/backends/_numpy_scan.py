@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-__all__ = ["cumprod_backward", "logcumsumexp", "logcumsumexp_backward"]
+__all__ = ["cumprod_backward", "infinite_ties", "logcumsumexp", "logcumsumexp_backward"]
 
 
 def _flat(x: np.ndarray, axis: int) -> tuple:
@@ -125,14 +125,25 @@ def cumprod_backward(x: np.ndarray, y: np.ndarray, g: np.ndarray, axis: int) -> 
     return gx.reshape(x.shape)
 
 
+def infinite_ties(x: np.ndarray, axis: int) -> np.ndarray:
+    """Bool, x's shape: where logcumsumexp's dx_j = sum_{k >= j} g_k e^(x_j - out_k) has an
+    e^(inf - inf) term, NaN whatever g (PyTorch's): x_j = +inf, or x_j = -inf with x_i = -inf
+    for all i <= j; NaN x_j too (tgrad.ops.logmath._infinite_ties in NumPy)."""
+    with np.errstate(invalid="ignore"):
+        all_neg_inf = ~np.logical_or.accumulate(x != -np.inf, axis=axis)
+        return (x == np.inf) | np.isnan(x) | all_neg_inf
+
+
 def logcumsumexp(x: np.ndarray, axis: int, keep: bool) -> tuple:
-    """(out, steps): out_k = log sum_{j <= k} exp(x_j) along ``axis`` (n >= 2; float32 or
+    """(out, steps, ties): out_k = log sum_{j <= k} exp(x_j) along ``axis`` (n >= 2; float32 or
     float64, computed in x's dtype), by tgrad.ops.logmath's scan: for span h = 1, 2, 4, ...
     y_j = logaddexp(y_j, y_{j-h}) (j >= h), with logaddexp(a, b) = max(a, b) + log1p(e),
     e = exp(-|a - b|), a - b read as 0 where a == b (equal infinities; only an infinite x
     can make them: the scan of finite values stays finite, max + log1p(e) <= max + ln 2).
     ``steps`` (when ``keep``): per step (span, e, a >= b) for logcumsumexp_backward, flat
-    arrays of N - h Q elements aligned with the later operand a (flat positions h Q on)."""
+    arrays of N - h Q elements aligned with the later operand a (flat positions h Q on).
+    ``ties`` (when ``keep`` and x holds an infinity, else None): ``infinite_ties(x, axis)``,
+    where logcumsumexp_backward's caller sets dx to NaN (the scan shares a tie's gradient)."""
     xf, p, n, q = _flat(x, axis)
     size, dt = xf.size, x.dtype
     rows = _Rows(p, n, q, dt)
@@ -165,7 +176,7 @@ def logcumsumexp(x: np.ndarray, axis: int, keep: bool) -> tuple:
                 steps.append((span, e, np.greater_equal(a, b, out=poss[i, :m])))
             yf = out
             span, i = span * 2, i + 1
-    return yf.reshape(x.shape), steps
+    return yf.reshape(x.shape), steps, (infinite_ties(x, axis) if keep and ties else None)
 
 
 def logcumsumexp_backward(g: np.ndarray, steps: list, axis: int) -> np.ndarray:

@@ -410,10 +410,10 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:  # noqa: A002
     if n == 1 and input.ndim and not cplx and input.requires_grad and is_grad_enabled():
         # one element of a >= 1-d x: y = x, written x * w with w = where(True, 1, x), so
         # that dx = g w (+ 0 from the where) is a node of x's graph as PyTorch's rule's
-        # (second derivative 0), and exactly g also where x is +-inf or NaN (a 0-d x: g
-        # itself, a constant, as PyTorch's)
+        # (second derivative 0); NaN where x is +-inf or NaN (e^(x - out) = e^(inf - inf),
+        # as PyTorch's; a 0-d x: g itself, a constant, as PyTorch's)
         w = ew.where(full_like(input, True, dtype=dtypes.bool_), 1.0, input)
-        return input * w
+        return _NanGradAt.apply(input, ew.logical_not(ew.isfinite(input))) * w
     if n == 0 or (n == 1 and not cplx):
         return input.clone()
     (y,), half = widen_halves(x)
@@ -429,9 +429,13 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:  # noqa: A002
 def _logcumsumexp_scan(y: Tensor, d: int) -> Tensor:
     """logcumsumexp of y (n = y.shape[d] >= 2, not a half) along d in tgrad ops: the
     Hillis-Steele scan of logaddexp, one node per step (the GPU's; the CPU's backward under
-    create_graph replays it)."""
+    create_graph replays it). A real y that requires grad first passes ``_NanGradAt`` at
+    ``_infinite_ties(y, d)``: the scan's ties of infinities share the gradient (1/2 each),
+    where PyTorch's dx_j = sum_k g_k e^(x_j - out_k) is NaN."""
     n, k = y.shape[d], 1
     cplx = y.dtype.is_complex
+    if not cplx and y.requires_grad and is_grad_enabled():
+        y = _NanGradAt.apply(y, _infinite_ties(y, d))
     if cplx:  # PyTorch's loop starts from -inf + 0j: x_0 = -inf + bj gives -inf + 0j
         head = narrow(y, d, 0, 1)
         y = cat([_logaddexp_complex(head, full_like(head, complex(-math.inf, 0.0))),
@@ -447,6 +451,30 @@ def _logcumsumexp_scan(y: Tensor, d: int) -> Tensor:
 _NUMPY_SCAN_DTYPES = (dtypes.float32, dtypes.float64)
 
 
+def _infinite_ties(x: Tensor, d: int) -> Tensor:
+    """Bool, x's shape: where logcumsumexp's dx_j = sum_{k >= j} g_k e^(x_j - out_k) has an
+    e^(inf - inf) term (NaN whatever g, as PyTorch's): x_j = +inf (then out_k = +inf for
+    k >= j), or x_j = -inf with x_i = -inf for all i <= j (out_j = -inf); NaN x_j too.
+    (tgrad.backends._numpy_scan.infinite_ties: the same on a NumPy array.)"""
+    all_neg_inf = ew.eq(ew.ne(x, -math.inf).cumsum(d), 0)
+    return ew.logical_or(ew.logical_or(ew.eq(x, math.inf), ew.isnan(x)), all_neg_inf)
+
+
+class _NanGradAt(Function):
+    """y = x (a view);  dx = g * where(mask, NaN, 1): NaN at ``mask`` whatever g (0 too),
+    g itself (the same bits) elsewhere; a product, so a second derivative through it is NaN
+    there too."""
+
+    @staticmethod
+    def forward(ctx, x, mask):
+        ctx.mask = mask
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ew.where(ctx.mask, math.nan, 1.0).to(g.dtype), None
+
+
 class _LogCumSumExp(Function):
     """y = logcumsumexp(x) along d (n >= 2, float32 / float64, CPU): ``_logcumsumexp_scan``'s
     steps run on the NumPy arrays (tgrad.backends._numpy_scan: the same operations, so the
@@ -459,14 +487,14 @@ class _LogCumSumExp(Function):
 
     name = "logcumsumexp"
     node_name = "LogcumsumexpBackward0"
-    released_attributes = ("steps",)
+    released_attributes = ("steps", "ties")
 
     @staticmethod
     def forward(ctx, x, d):
         from tgrad.backends import _numpy_scan
         keep = ctx.needs_input_grad[0]
-        y, steps = _numpy_scan.logcumsumexp(x._data, d, keep)
-        ctx.d, ctx.steps = d, steps
+        y, steps, ties = _numpy_scan.logcumsumexp(x._data, d, keep)
+        ctx.d, ctx.steps, ctx.ties = d, steps, ties
         if keep:  # (for the create_graph replay; also the composite's check that x was
             ctx.save_for_backward(x)  # not changed in place before the backward)
         return wrap(y, x.device)
@@ -480,8 +508,10 @@ class _LogCumSumExp(Function):
                 y = _logcumsumexp_scan(x, ctx.d)
             return grad(y, x, g, create_graph=True)[0], None
         from tgrad.backends import _numpy_scan
-        return wrap(_numpy_scan.logcumsumexp_backward(g._data, ctx.steps, ctx.d),
-                    g.device), None
+        dx = _numpy_scan.logcumsumexp_backward(g._data, ctx.steps, ctx.d)
+        if ctx.ties is not None:  # x holds infinities: NaN at their ties (_NanGradAt's)
+            np.copyto(dx, np.nan, where=ctx.ties)
+        return wrap(dx, g.device), None
 
 
 def _cum_extreme_cpu(a: np.ndarray, d: int, larger: bool) -> np.ndarray:
