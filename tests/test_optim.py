@@ -423,3 +423,36 @@ def test_adagrad_matches_reference(kw):
 def test_rmsprop_adagrad_bad_arguments(make, msg):
     with pytest.raises(ValueError, match=msg):
         make([tgrad.ones(2, requires_grad=True)])
+
+
+# Adam's first moment is PyTorch's exp_avg.lerp_(grad, 1 - beta1): m + w (g - m), w = 1 - b1
+# (torch.lerp's documented out = start + weight (end - start)), so an infinite moment meets
+# the next gradient as inf - inf = NaN; the second moment is addcmul_(g, g, value=1 - b2):
+# v b2 + ((1 - b2) g) g, which stays finite where g * g alone overflows (float32 g = 2e19).
+# Both the CPU fast path and the op path. Hand maths in NumPy, in the parameter's dtype.
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_adam_moments_with_infinite_and_huge_gradients(fast, dt, monkeypatch):
+    from tgrad.optim import _functional
+    if not fast:
+        monkeypatch.setattr(_functional, "_cpu_fast_group", lambda *hyper: False)
+    b1, b2, lr = 0.9, 0.999, 0.1
+    grads = [np.array([-np.inf, np.inf, np.inf, np.nan, 2e19, 1.0], dt),
+             np.array([1.0, np.inf, -2.0, 1.0, 2e19, np.inf], dt)]
+    p = tgrad.tensor(np.zeros(6, dt), requires_grad=True)
+    opt = optim.Adam([p], lr=lr, betas=(b1, b2))
+    m, v = np.zeros(6, dt), np.zeros(6, dt)
+    w, c2 = dt(1 - b1), dt(1 - b2)
+    with np.errstate(all="ignore"):
+        for g in grads:
+            p.grad = tgrad.tensor(g)
+            opt.step()
+            m = m + w * (g - m)  # lerp, weight < 0.5
+            v = v * dt(b2) + (c2 * g) * g
+            st = opt.state[p]
+            np.testing.assert_array_equal(st["exp_avg"].numpy(), m)
+            np.testing.assert_array_equal(st["exp_avg_sq"].numpy(), v)
+    # m: -inf then NaN (-inf + 0.1 (1 + inf)); inf + 0.1 (inf - inf) = NaN; inf then finite
+    # -inf + ... : NaN; NaN stays; v of 2e19 finite in float32 too
+    assert np.isnan(m[:4]).all() and np.isinf(m[5]) and np.isfinite(v[4])
+    assert np.isnan(p.detach().numpy()[:4]).all()

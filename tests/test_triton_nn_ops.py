@@ -384,6 +384,18 @@ def check_optim(rng):
                 res[dev] = [p.detach().numpy() for p in ps]
             for a, b in zip(res["cuda"], res["cpu"]):
                 _close(a, b, getattr(np, dt), f"{cls.__name__} {kw} {dt}")
+        # an infinite gradient, then a finite one: Adam's lerp'd first moment is NaN
+        # (-inf + w (1 + inf)), as the CPU's (tests/test_optim.py: hand maths)
+        moments = {}
+        for dev in ("cpu", "cuda"):
+            p = tgrad.zeros(4, dtype=getattr(tgrad, dt), device=dev, requires_grad=True)
+            opt = optim.Adam([p], lr=0.1)
+            for g in ([-np.inf, np.inf, 1.0, np.nan], [1.0, np.inf, np.inf, 1.0]):
+                p.grad = tgrad.tensor(g, dtype=getattr(tgrad, dt), device=dev)
+                opt.step()
+            moments[dev] = opt.state[p]["exp_avg"].cpu().numpy()
+        assert np.isnan(moments["cuda"][:2]).all() and np.isinf(moments["cuda"][2]), moments
+        assert np.array_equal(np.isnan(moments["cuda"]), np.isnan(moments["cpu"])), moments
 
 
 def check_float16(rng):

@@ -107,7 +107,12 @@ def adam_kernel(P, G, M, V, VM, OFFS, SCAL, BT, BS, lr: tl.float64, beta1: tl.fl
             p = p * (1.0 - lr * wd)
         else:
             g = g + p * wd
-    m = beta1 * m + (1.0 - beta1) * g
+    # m <- lerp(m, g, w = 1 - beta1) (PyTorch's exp_avg.lerp_: an infinite m meets the next
+    # g as inf - inf = NaN): m + (g - m) w where w < 0.5 (beta1 > 0.5), else
+    # g - (g - m) (1 - w); v <- beta2 v + ((1 - beta2) g) g (addcmul_'s order). (1 - beta1
+    # stays inline: named, the interpreter rounded it to float32.)
+    d = g - m
+    m = tl.where(beta1 > 0.5, m + d * (1.0 - beta1), g - d * (1.0 - (1.0 - beta1)))
     v = beta2 * v + (1.0 - beta2) * g * g
     if AMSGRAD:
         vmo = tl.load(OFFS + j * 6 + 4) + i

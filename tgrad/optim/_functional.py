@@ -122,8 +122,12 @@ def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
          amsgrad: bool, maximize: bool, decoupled_weight_decay: bool) -> None:
     """t <- t + 1;  g <- -g if maximize;
     Adam:  g <- g + wd p            AdamW: p <- p (1 - lr wd)
-    m <- b1 m + (1 - b1) g;   v <- b2 v + (1 - b2) g^2;   (amsgrad: vmax <- max(vmax, v))
-    p <- p - lr / (1 - b1^t) * m / (sqrt(v or vmax) / sqrt(1 - b2^t) + eps)."""
+    m <- lerp(m, g, 1 - b1);   v <- b2 v + ((1 - b2) g) g;   (amsgrad: vmax <- max(vmax, v))
+    p <- p - lr / (1 - b1^t) * m / (sqrt(v or vmax) / sqrt(1 - b2^t) + eps).
+    As PyTorch's (exp_avg.lerp_(grad, 1 - beta1), exp_avg_sq.mul_(beta2).addcmul_(grad,
+    grad, value=1 - beta2)): m + w (g - m), so an infinite m meets the next gradient as
+    inf - inf = NaN (not b1 m + (1 - b1) g = +-inf), and (1 - b2) g g does not overflow
+    where g g alone would."""
     _check_state_dtypes(grads, exp_avgs)
     fused = _fused("adam", params)
     if fused is not None:
@@ -148,8 +152,8 @@ def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
             step_t.add_(1)
             step = step_t.item()
             g = _weight_decay(p, g, lr, weight_decay, decoupled_weight_decay)
-            m.mul_(beta1).add_(g, alpha=1 - beta1)
-            v.mul_(beta2).add_(g * g, alpha=1 - beta2)
+            m.lerp_(g, 1 - beta1)
+            v.mul_(beta2).add_(g * (1 - beta2) * g)
             bc1 = 1 - beta1 ** step
             bc2_sqrt = math.sqrt(1 - beta2 ** step)
             if amsgrad:
@@ -218,6 +222,18 @@ def _add_scaled_(t: np.ndarray, x: np.ndarray, alpha: float, tmp: np.ndarray) ->
     np.add(t, x, out=t)
 
 
+def _lerp_(t: np.ndarray, end: np.ndarray, weight: float, tmp: np.ndarray) -> None:
+    """``t.lerp_(end, weight)`` for a number weight (tgrad.ops.composite._lerp_value):
+    diff = end - t; t <- t + diff * w if |w| < 0.5, else end - diff * (1 - w) (1 - w taken
+    as a Python number, then read in t's dtype)."""
+    c = t.dtype.type
+    diff = np.subtract(end, t, out=tmp)
+    if abs(weight) < 0.5:
+        np.add(t, np.multiply(diff, c(weight), out=diff), out=t)
+    else:
+        np.subtract(end, np.multiply(diff, c(1.0 - weight), out=diff), out=t)
+
+
 def _sgd_cpu(p: Tensor, g: Tensor, buf: Tensor | None, *, lr: float, momentum: float,
              dampening: float, weight_decay: float, nesterov: bool, maximize: bool) -> None:
     """sgd's update of one dense real CPU parameter on its NumPy arrays (see _cpu_fast_ok);
@@ -265,11 +281,12 @@ def _adam_cpu(p: Tensor, g: Tensor, m: Tensor, v: Tensor, vmax: Tensor | None,
               decoupled_weight_decay: bool) -> None:
     """adam's update of one dense real CPU parameter on its NumPy arrays (see _cpu_fast_ok),
     op for op the op path's roundings:
-      m <- m * b1 + g * (1 - b1);   v <- v * b2 + (g * g) * (1 - b2);   (vmax <- max(vmax, v))
+      m <- lerp(m, g, 1 - b1) (tgrad.ops.composite._lerp_value: m + (g - m) * w for |w| < 0.5,
+      else g - (g - m) * (1 - w));   v <- v * b2 + (g * (1 - b2)) * g;   (vmax <- max(vmax, v))
       d <- sqrt(v | vmax) / sqrt(1 - b2^t) + eps;   p <- p + (m / d) * (-(lr / (1 - b1^t))),
     each product, quotient and sum rounded in the parameter's dtype. The step tensor is
     updated as step_t.add_(1) (_next_step); versions bump as the op path's (p: 1, or 2 with
-    decoupled weight decay; m, v: 2; vmax: 1)."""
+    decoupled weight decay; m: 1; v: 2; vmax: 1)."""
     step = _next_step(step_t)
     pa, ga, ma, va = p._data, g._data, m._data, v._data
     c = pa.dtype.type  # a Python number is read in the parameter's dtype
@@ -283,10 +300,10 @@ def _adam_cpu(p: Tensor, g: Tensor, m: Tensor, v: Tensor, vmax: Tensor | None,
         elif weight_decay != 0:  # g = g + p * wd (into a new array unless g is one already)
             ga = np.add(ga, np.multiply(pa, c(weight_decay), out=tmp),
                         out=ga if maximize else np.empty_like(pa))
-        np.multiply(ma, c(beta1), out=ma)    # m.mul_(beta1)
-        _add_scaled_(ma, ga, 1 - beta1, tmp)  # .add_(g, alpha=1 - beta1)
+        _lerp_(ma, ga, 1 - beta1, tmp)      # m.lerp_(g, 1 - beta1)
         np.multiply(va, c(beta2), out=va)    # v.mul_(beta2)
-        _add_scaled_(va, np.multiply(ga, ga, out=tmp), 1 - beta2, tmp)  # .add_(g * g, ...)
+        sq = np.multiply(ga, c(1 - beta2), out=tmp)  # .add_(g * (1 - beta2) * g)
+        np.add(va, np.multiply(sq, ga, out=sq), out=va)
         bc1 = 1 - beta1 ** step
         bc2_sqrt = math.sqrt(1 - beta2 ** step)
         if amsgrad:
@@ -299,7 +316,7 @@ def _adam_cpu(p: Tensor, g: Tensor, m: Tensor, v: Tensor, vmax: Tensor | None,
         np.divide(ma, d, out=d)           # m / denom
         _add_scaled_(pa, d, -(lr / bc1), d)  # p.add_(m / denom, alpha=-(lr / bc1))
     p._storage.version += 1
-    m._storage.version += 2
+    m._storage.version += 1
     v._storage.version += 2
 
 
