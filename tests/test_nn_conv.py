@@ -1531,3 +1531,60 @@ def test_batch_norm_reads_weight_and_bias_by_element_count(pshape, training):
     assert tgrad.autograd.gradcheck(
         lambda a, c, d: F.batch_norm(a, None, None, c, d, training=True),
         (xt, wt, bt))
+
+
+@pytest.mark.parametrize("spatial", [1, 2, 3])
+def test_conv_transpose_of_an_empty_batch(spatial):
+    # PyTorch: an empty batch gives the (0, C_out, *out) result, out = (i - 1) s - 2 p +
+    # d (k - 1) + op + 1 per dim (hand), also where out is 0 or the input planes are empty
+    # (a batch of samples would raise there), with zero weight and bias gradients
+    fn = getattr(F, f"conv_transpose{spatial}d")
+    cases = [(5, 3, dict(stride=2, padding=1, output_padding=1, dilation=2, groups=2)),
+             (1, 2, dict(padding=1)),                          # out = 0
+             (0, 3, dict(stride=2, output_padding=1)),         # empty planes, out = 2
+             (0, 1, {})]                                       # empty planes, out = 0
+    for size, k, kw in cases:
+        groups = kw.get("groups", 1)
+        s, p, d, op = (kw.get(n, dflt) for n, dflt in (("stride", 1), ("padding", 0),
+                                                         ("dilation", 1), ("output_padding", 0)))
+        out = (size - 1) * s - 2 * p + d * (k - 1) + op + 1
+        x = tgrad.zeros((0, 4) + (size,) * spatial, dtype=tgrad.float64, requires_grad=True)
+        w = tgrad.tensor(np.full((4, 3) + (k,) * spatial, np.inf), requires_grad=True)
+        b = tgrad.arange(3.0 * groups, dtype=tgrad.float64).requires_grad_()
+        y = fn(x, w, b, **kw)
+        assert y.shape == (0, 3 * groups) + (out,) * spatial
+        assert y.grad_fn.name() == "ConvolutionBackward0"
+        gx, gw, gb = tgrad.autograd.grad(y.sum(), (x, w, b), create_graph=True)
+        assert gx.shape == x.shape and gw.shape == w.shape and gb.shape == b.shape
+        np.testing.assert_array_equal(gw.detach().numpy(), np.zeros(w.shape))
+        np.testing.assert_array_equal(gb.detach().numpy(), np.zeros(3 * groups))
+        (ggx,) = tgrad.autograd.grad(gw.sum() + gb.sum(), (x,), allow_unused=True)
+        assert ggx is None or ggx.shape == x.shape
+    with pytest.raises(RuntimeError, match="Output size is too small"):  # out < 0
+        fn(tgrad.zeros((0, 4) + (1,) * spatial), tgrad.ones((4, 3) + (1,) * spatial), padding=1)
+    with pytest.raises(RuntimeError, match="Output size is too small"):  # a sample, out = 0
+        fn(tgrad.zeros((1, 4) + (1,) * spatial), tgrad.ones((4, 3) + (2,) * spatial), padding=1)
+    with pytest.raises(RuntimeError, match="Only zero batch or zero channel inputs"):
+        fn(tgrad.zeros((1, 4) + (0,) * spatial), tgrad.ones((4, 3) + (2,) * spatial))
+
+
+def test_conv_transpose_of_an_empty_batch_on_interpreted_cuda():
+    pytest.importorskip("triton")
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from interpreted import run_json
+    res = run_json("""
+import json, tgrad, tgrad.nn.functional as F
+out = []
+for size, k, kw in ((5, 3, dict(stride=2, padding=1, output_padding=1)), (0, 3, dict(stride=2))):
+    x = tgrad.zeros((0, 4, size, size), device="cuda", requires_grad=True)
+    w = tgrad.ones((4, 3, k, k), device="cuda", requires_grad=True)
+    b = tgrad.ones(3, device="cuda", requires_grad=True)
+    y = F.conv_transpose2d(x, w, b, **kw)
+    y.sum().backward()
+    out.append([list(y.shape), list(x.grad.shape), float(w.grad.abs().sum()), b.grad.tolist()])
+print(json.dumps(out))
+""")
+    assert res == [[[0, 3, 10, 10], [0, 4, 5, 5], 0.0, [0.0] * 3],
+                   [[0, 3, 1, 1], [0, 4, 0, 0], 0.0, [0.0] * 3]]

@@ -196,7 +196,7 @@ def _conv_transpose(op: str, input: Tensor, weight: Tensor, bias, stride, paddin
     if 0 in weight.shape[1:]:
         raise RuntimeError(f"{op}: non-empty weight expected, but got weight of size "
                            f"{list(weight.shape)}")
-    if 0 in x.shape[2:]:
+    if 0 in x.shape[2:] and x.shape[0] != 0:  # (an empty batch may have empty planes)
         raise RuntimeError(f"Only zero batch or zero channel inputs are supported, but got "
                            f"input shape: {list(x.shape)}")
     out_ch = out_per_group * groups
@@ -215,7 +215,8 @@ def _conv_transpose(op: str, input: Tensor, weight: Tensor, bias, stride, paddin
     kernel, sizes = tuple(weight.shape[2:]), tuple(x.shape[2:])
     out = tuple((i - 1) * s - 2 * p + d * (k - 1) + o + 1 for i, s, p, d, k, o in zip(
         sizes, stride, padding, dilation, kernel, output_padding))
-    if any(o <= 0 for o in out):
+    if any(o < 0 or (o == 0 and x.shape[0] != 0) for o in out):
+        # PyTorch: an empty batch only needs sizes >= 0 (an empty result of that shape)
         lead = (1,) * max(0, 2 - spatial)  # PyTorch runs 1-d as 2-d and reports it so
         raise RuntimeError(f"Given input size per channel: "
                            f"({' x '.join(map(str, lead + sizes))}). Calculated output size "
@@ -273,6 +274,10 @@ class ConvTranspose(Function):
         ctx.save_for_backward(x, weight)
         ctx.geometry = geometry
         in_ch = weight.shape[0]
+        if x.shape[0] == 0:  # an empty batch: (0, C_out, *out), as PyTorch's (the planes may
+            ctx.out_ch = weight.shape[1] * geometry[5]  # be empty, or not fit a window)
+            ctx.bias_size = 0 if bias is None else ctx.out_ch
+            return x.new_zeros((0, ctx.out_ch) + geometry[6])
         x, weight, (kernel, stride, padding, dilation, groups, out, sizes, full) = \
             _transpose_2d(x, weight, geometry)
         out_ch = ctx.out_ch = weight.shape[1] * groups
@@ -293,6 +298,17 @@ class ConvTranspose(Function):
     def backward(ctx, g):
         x, weight = ctx.saved_tensors
         need_x, need_w, need_b, _ = ctx.needs_input_grad
+        if x.shape[0] == 0:  # an empty batch: zero gradients (sums over no element); under
+            # create_graph nodes of what the general formulas read (dx: w and g, dw: x and
+            # g, db: g), through 0 * sum(t): an empty t's sum is 0, and dx is empty itself
+            def zero(shape: tuple, *of: Tensor) -> Tensor:
+                out = g.new_zeros(shape)
+                for t in of:
+                    out = out + t.sum() * 0
+                return out
+            return (zero(x.shape, weight, g) if need_x else None,
+                    zero(weight.shape, x, g) if need_w else None,
+                    zero((ctx.out_ch,), g) if need_b else None, None)
         half, out_ch = ctx.half, ctx.out_ch
         spatial = len(ctx.geometry[0])
         x2, w2, (kernel, stride, padding, dilation, groups, out, sizes, full) = \
