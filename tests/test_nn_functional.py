@@ -818,3 +818,82 @@ def test_layer_norm_and_group_norm_of_a_constant_row():
     a = rng.standard_normal((4, 7)) * 1e3 + 5e3
     want = (a - a.mean(1, keepdims=True)) / np.sqrt(a.var(1, keepdims=True) + 1e-5)
     np.testing.assert_allclose(F.layer_norm(tgrad.tensor(a), (7,)).numpy(), want, rtol=1e-12)
+
+
+def _reflect_np(c: np.ndarray, size: int, ac: bool) -> np.ndarray:
+    """PyTorch's documented reflection padding on unnormalized coordinates: reflect by the
+    border pixels' centres (align_corners) or their edges, then clip into [0, size - 1]."""
+    twice_low, twice_high = (0, 2 * (size - 1)) if ac else (-1, 2 * size - 1)
+    if twice_low == twice_high:
+        return np.zeros_like(c)
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    a = np.abs(c - low)
+    extra, flips = np.fmod(a, span), np.floor(a / span)
+    out = np.where(flips % 2 == 0, extra + low, span - extra + low)
+    return np.clip(out, 0, size - 1)
+
+
+def _grid_sample_3d_np(x: np.ndarray, grid: np.ndarray, mode: str, ac: bool) -> np.ndarray:
+    """5-D grid_sample with padding_mode='reflection' in NumPy float64 loops (x (N, C, D, H,
+    W), grid (N, d, h, w, 3) as (x, y, z) = (W, H, D)): trilinear over the 8 neighbours of
+    the reflected point (those past the last pixel weigh nothing), or the nearest pixel
+    (ties to even, C's nearbyint)."""
+    n, c, *sizes = x.shape
+    out = np.zeros((n, c) + grid.shape[1:4])
+    for b in range(n):
+        for idx in np.ndindex(*grid.shape[1:4]):
+            pos = []
+            for axis, size in zip((2, 1, 0), sizes):  # grid's z, y, x -> D, H, W
+                g = grid[(b,) + idx + (axis,)]
+                u = (g + 1) / 2 * (size - 1) if ac else ((g + 1) * size - 1) / 2
+                pos.append(_reflect_np(np.array(u), size, ac))
+            if mode == "nearest":
+                out[(b, slice(None)) + idx] = x[(b, slice(None)) + tuple(
+                    int(np.rint(p)) for p in pos)]
+                continue
+            lo = [int(np.floor(p)) for p in pos]
+            for corner in np.ndindex(2, 2, 2):
+                at = [lo[i] + corner[i] for i in range(3)]
+                if any(a > s - 1 for a, s in zip(at, sizes)):
+                    continue
+                wgt = np.prod([(pos[i] - lo[i]) if corner[i] else (1 - (pos[i] - lo[i]))
+                               for i in range(3)])
+                out[(b, slice(None)) + idx] += wgt * x[(b, slice(None)) + tuple(at)]
+    return out
+
+
+@pytest.mark.parametrize("sizes", [(1, 1, 1), (1, 3, 4), (3, 1, 4), (3, 4, 1), (1, 1, 5),
+                                   (2, 1, 1)])
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("ac", [False, True])
+def test_grid_sample_5d_reflection_with_size_one_dims_against_numpy(sizes, mode, ac):
+    # values, d input (the sampling weights: y is linear in x) and d grid (central finite
+    # differences of the reference; 0 for nearest and along a size-1 dim, whose reflected
+    # coordinate is constant) against the NumPy float64 reference, points inside and far
+    # outside [-1, 1]
+    rng = np.random.default_rng(sum(sizes) + 10 * ac + len(mode))
+    x = rng.standard_normal((2, 2) + sizes)
+    pts = rng.uniform(-1, 1, (2, 2, 3, 2, 3)) * rng.choice([1.0, 2.5, 7.0, 40.0],
+                                                          (2, 2, 3, 2, 3))
+    w = rng.standard_normal((2, 2, 2, 3, 2))
+    xt, gt = _t(x, True), _t(pts, True)
+    y = F.grid_sample(xt, gt, mode, "reflection", ac)
+    gx, gg = grad(y, (xt, gt), _t(w))
+    np.testing.assert_allclose(_np(y), _grid_sample_3d_np(x, pts, mode, ac), rtol=1e-12,
+                               atol=1e-12)
+    want_gx = np.zeros_like(x)
+    for i in np.ndindex(*x.shape):
+        e = np.zeros_like(x)
+        e[i] = 1.0
+        want_gx[i] = (w * _grid_sample_3d_np(e, pts, mode, ac)).sum()
+    np.testing.assert_allclose(_np(gx), want_gx, rtol=1e-12, atol=1e-12)
+    want_gg = np.zeros_like(pts)
+    if mode == "bilinear":
+        h = 1e-6
+        for i in np.ndindex(*pts.shape):
+            up, down = pts.copy(), pts.copy()
+            up[i] += h
+            down[i] -= h
+            want_gg[i] = (w * (_grid_sample_3d_np(x, up, mode, ac)
+                               - _grid_sample_3d_np(x, down, mode, ac))).sum() / (2 * h)
+    np.testing.assert_allclose(_np(gg), want_gg, rtol=1e-5, atol=1e-6)
