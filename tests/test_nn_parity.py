@@ -534,7 +534,7 @@ def test_parameter_list_repr_names_a_gpu_device_as_pytorch():
     # tensor on a cuda device (older releases printed " (GPU 1)"). A Parameter relabelled
     # as on cuda:1 stands in for one here (the repr reads no values), so no GPU is needed.
     on_cuda = nn.Parameter(tgrad.zeros(2, 3))
-    on_cuda.device = tgrad.device("cuda", 1)
+    on_cuda._device = tgrad.device("cuda", 1)  # (device itself is read-only, as PyTorch)
     pl = nn.ParameterList([on_cuda, nn.Parameter(tgrad.zeros(2))])
     assert repr(pl) == ("ParameterList(\n"
                         "    (0): Parameter containing: [tgrad.float32 of size 2x3 (cuda:1)]\n"
