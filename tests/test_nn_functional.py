@@ -897,3 +897,80 @@ def test_grid_sample_5d_reflection_with_size_one_dims_against_numpy(sizes, mode,
             want_gg[i] = (w * (_grid_sample_3d_np(x, up, mode, ac)
                                - _grid_sample_3d_np(x, down, mode, ac))).sum() / (2 * h)
     np.testing.assert_allclose(_np(gg), want_gg, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("fn", ["cross_entropy", "nll_loss"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cross_entropy_mean_of_no_kept_row_double_backward(fn, weighted):
+    # reduction='mean' divides by the total weight of the kept rows, 0 here (every target
+    # ignored, with or without class weights): loss = 0 / 0 = NaN, dx = 0 (no kept row
+    # contributes); dx is linear in the incoming gradient go, dx = go J with J's rows
+    # c_i (p_i - onehot_i) / total, so d(sum dx)/d go = sum_i (...) / 0 = NaN (PyTorch's
+    # nll_loss double backward: nll_loss of the incoming gradient, mean over no weight),
+    # and d(sum dx)/dx = 0 (dx does not vary with x)
+    rng = np.random.default_rng(4)
+    x = _t(rng.standard_normal((3, 4)), True)
+    t = tgrad.tensor([-100, -100, -100])
+    weight = _t([1.0, 0.0, 2.0, 0.0]) if weighted else None
+    inp = x if fn == "cross_entropy" else F.log_softmax(x, 1)
+    loss = getattr(F, fn)(inp, t, weight=weight)
+    assert np.isnan(_np(loss))
+    go = _t(1.0, True)
+    (gx,) = grad(loss, x, go, create_graph=True)
+    np.testing.assert_array_equal(_np(gx), np.zeros((3, 4)))
+    ggo, ggx = grad(gx.sum(), (go, x), allow_unused=True, materialize_grads=True)
+    assert np.isnan(_np(ggo))
+    np.testing.assert_array_equal(_np(ggx), np.zeros((3, 4)))
+    # some row kept: finite, d(sum dx)/d go = sum_i (p_i - onehot_i) / 1 = 0 by hand
+    t2 = tgrad.tensor([2, -100, -100])
+    loss2 = getattr(F, fn)(x if fn == "cross_entropy" else F.log_softmax(x, 1), t2)
+    (gx2,) = grad(loss2, x, go, create_graph=True)
+    (ggo2,) = grad(gx2.sum(), go)
+    np.testing.assert_allclose(_np(ggo2), 0.0, atol=1e-15)
+
+
+def test_cross_entropy_mean_of_zero_total_weight_with_kept_rows():
+    # kept rows whose class weights are 0: PyTorch's nll_loss divides by the total weight,
+    # c_i = w_i (g / 0) = 0 * inf = NaN on the kept rows (the whole row of dx), 0 on ignored
+    # ones (hand); the second order likewise: NaN d/d go, NaN kept rows of d/dx
+    rng = np.random.default_rng(6)
+    x = _t(rng.standard_normal((3, 4)), True)
+    for fn in ("cross_entropy", "nll_loss"):
+        inp = x if fn == "cross_entropy" else F.log_softmax(x, 1)
+        t, weight = tgrad.tensor([1, -100, 3]), _t([1.0, 0.0, 2.0, 0.0])
+        go = _t(1.0, True)
+        (gx,) = grad(getattr(F, fn)(inp, t, weight=weight), x, go, create_graph=True)
+        want = np.full((3, 4), np.nan)
+        want[1] = 0.0
+        np.testing.assert_array_equal(_np(gx), want)
+        ggo, ggx = grad(gx.sum(), (go, x))
+        assert np.isnan(_np(ggo))
+        np.testing.assert_array_equal(np.abs(_np(ggx)), want)  # (nll_loss's: -0.0)
+
+
+def test_cross_entropy_zero_total_weight_on_interpreted_cuda():
+    pytest.importorskip("triton")
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from interpreted import run_json
+    res = run_json("""
+import json, numpy as np, tgrad, tgrad.nn.functional as F
+x0 = np.random.default_rng(6).standard_normal((3, 4))
+out = {}
+for dev in ("cpu", "cuda"):
+    x = tgrad.tensor(x0, device=dev, requires_grad=True)
+    w = tgrad.tensor([1.0, 0.0, 2.0, 0.0], dtype=tgrad.float64, device=dev)
+    go = tgrad.tensor(1.0, dtype=tgrad.float64, device=dev, requires_grad=True)
+    res = []
+    for t in ([1, -100, 3], [-100, -100, -100]):
+        loss = F.cross_entropy(x, tgrad.tensor(t, device=dev), weight=w)
+        (gx,) = tgrad.autograd.grad(loss, x, go, create_graph=True)
+        (ggo,) = tgrad.autograd.grad(gx.sum(), go)
+        res.append([str(v) for v in gx.detach().cpu().numpy().ravel()] + [str(ggo.item())])
+    out[dev] = res
+print(json.dumps(out))
+""")
+    assert res["cuda"] == res["cpu"]
+    assert res["cuda"][0][:4] == ["nan"] * 4 and res["cuda"][0][4:8] == ["0.0"] * 4
+    assert res["cuda"][1] == ["0.0"] * 12 + ["nan"]

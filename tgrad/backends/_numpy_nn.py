@@ -136,7 +136,8 @@ def cross_entropy_fwd(x: np.ndarray, t: np.ndarray, rw, axis: int, ignore_index:
 def cross_entropy_bwd(g: np.ndarray, x: np.ndarray, t: np.ndarray, rw, lse: np.ndarray,
                       axis: int, ignore_index: int, reduction: str) -> np.ndarray:
     """dx = c_i (softmax(x)_i - onehot(t_i)) with c_i = g_i rw_i ("none"), g rw_i ("sum") or
-    g rw_i / sum(rw) ("mean"; / 1 when that sum is 0), c_i = 0 on ignored rows. softmax is
+    g rw_i / sum(rw) ("mean"; a sum of 0 divides too, as PyTorch's nll_loss: NaN or inf on
+    kept rows of zero total weight), c_i = 0 on ignored rows. softmax is
     exp((x - m) - log_s) from the saved pair lse = (m, log_s) (cross_entropy_fwd): x - m is
     exact where p matters (x near the max), so p keeps the dtype's relative precision for
     logits of any magnitude (a summed lse lost log_s at 1e30, and all of float32's digits
@@ -146,9 +147,10 @@ def cross_entropy_bwd(g: np.ndarray, x: np.ndarray, t: np.ndarray, rw, lse: np.n
     gf = _up(g)
     w = _row_weights(t, rw, ignore_index, xf.dtype)
     if reduction == "mean":
-        total = np.sum(w, dtype=xf.dtype)
-        w = w / (total if total != 0 else 1)
-    c = np.expand_dims((gf * w).astype(xf.dtype, copy=False), axis)
+        with np.errstate(all="ignore"):
+            w = w / np.sum(w, dtype=xf.dtype)
+    with np.errstate(all="ignore"):
+        c = np.expand_dims((gf * w).astype(xf.dtype, copy=False), axis)
     keep = t != ignore_index
     if not keep.all():  # exactly 0 on ignored rows, even for a NaN or inf g (PyTorch's)
         c = np.where(np.expand_dims(keep, axis), c, 0).astype(xf.dtype, copy=False)

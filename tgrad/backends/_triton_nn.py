@@ -246,7 +246,7 @@ def cross_entropy_fwd(x: DeviceArray, t: DeviceArray, rw, axis: int, ignore_inde
 def cross_entropy_bwd(g: DeviceArray, x: DeviceArray, t: DeviceArray, rw, lse: DeviceArray,
                       axis: int, ignore_index: int, reduction: str) -> DeviceArray:
     """dx = c_i (softmax(x)_i - onehot(t_i)), c_i = g_i rw_i ("none"), g rw_i ("sum"),
-    g rw_i / sum(rw) ("mean"; / 1 when that sum is 0); 0 on ignored rows. lse: the
+    g rw_i / sum(rw) ("mean"; a sum of 0 divides too, as PyTorch's); 0 on ignored rows. lse: the
     forward's (2,) + t.shape head (row max) and tail (log-sum of the shifted row)."""
     tb = _tb()
     cdt = _compute_dtype(x.dtype)

@@ -118,7 +118,7 @@ def ce_bwd_kernel(G, X, T, RW, LSE, TOTAL, DX, M, N, M0, SX1, SX0, SXN, SD1, SD0
     c = g * w
     if MEAN:
         total = load_acc(TOTAL + rows * 0, rmask, 1.0, ACC64)
-        c = c / tl.where(total != 0.0, total, 1.0)
+        c = c / total  # (a total of 0 divides too, as PyTorch's: ignored rows zeroed below)
     hi = load_acc(LSE + rows, rmask, 0.0, ACC64)  # lse = hi + lo: the row max, log(sum)
     lo = load_acc(LSE + M + rows, rmask, 0.0, ACC64)
     cols0 = tl.arange(0, BLOCK_N).to(tl.int64)

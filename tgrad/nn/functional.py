@@ -345,7 +345,10 @@ def _ce_row_weights(x: Tensor, target: Tensor, rw, ignore_index: int) -> Tensor:
 class CrossEntropyBackward(Function):
     """out = c (p - onehot), p = softmax(x), c = g rw (/ sum(rw) for "mean").
     d/dx = softmax_backward(gg c, p);
-    d/dg = sum_c(gg (p - onehot)) rw, summed (and / sum(rw)) for "sum"/"mean"."""
+    d/dg = sum_c(gg (p - onehot)) rw, summed (and / sum(rw)) for "sum"/"mean".
+    A "mean" whose total weight sum(rw) is 0 divides by it, as PyTorch's nll_loss: the kept
+    rows' c is rw (g / 0) (NaN for a zero class weight), d/dg is NaN also when every row is
+    ignored (0 / 0); ignored rows stay 0."""
 
     name = "cross_entropy_backward"
     node_name = "NllLossBackwardBackward0"
@@ -366,9 +369,12 @@ class CrossEntropyBackward(Function):
         axis, ignore_index, red = ctx.meta
         need_g, need_x = ctx.needs_input_grad[:2]
         w = _ce_row_weights(x, t, rw, ignore_index)
-        if red == "mean":
-            total = float(w.sum().item())
-            w = w / (total if total != 0 else 1.0)
+        total = float(w.sum().item()) if red == "mean" else None
+        w_dg = w  # d/dg's: the unscaled weights over 0 when the total is 0
+        if total:
+            w = w_dg = w / total
+        elif total is not None:  # 0: PyTorch's division by it, ignored rows kept at 0
+            w = where(t != ignore_index, w / 0.0, 0.0)
         p = Softmax.apply(x, axis)
         dg = dx = None
         if need_x:
@@ -377,8 +383,10 @@ class CrossEntropyBackward(Function):
             classes = arange(x.shape[axis], device=x.device).reshape(
                 tuple(-1 if i == axis else 1 for i in range(x.ndim)))
             onehot = (classes == t.unsqueeze(axis)).to(x.dtype)
-            r = (gg * (p - onehot)).sum(axis) * w
+            r = (gg * (p - onehot)).sum(axis) * w_dg
             dg = r if red == "none" else r.sum()
+            if total == 0:  # (0 / 0 = NaN where every row is ignored, as PyTorch's)
+                dg = dg / 0.0
         return dg, dx, None, None, None, None, None, None
 
 
