@@ -324,3 +324,23 @@ print(json.dumps(out))
     g = np.array([[1.0, 0.0, 2.0, -1.0], [0.5, 1.0, 1.0, 3.0], [1.0, 1.0, 1.0, 1.0]])
     want = np.stack([_logcumsumexp_grad_ref(x[r], g[r]) for r in range(3)])
     np.testing.assert_allclose(np.array(res["cuda"], float).reshape(3, 4), want, rtol=1e-13)
+
+
+def test_cumprod_gradient_with_infinite_inputs_is_exact_not_pytorchs_division():
+    # y = cumprod(x) is a polynomial in each x_j, so dx_j = sum_{k >= j} prod_{i <= k, i != j}
+    # x_i is defined where no term is inf - inf or 0 * inf: x = [inf, 1.5] gives
+    # y = [x0, 1.5 x0], dx0 = 1 + 1.5 = 2.5 (hand), where PyTorch's reversed_cumsum(y g) / x
+    # reads inf / inf = NaN; a NaN input's own gradient need not be NaN (x = [NaN, 1.5]:
+    # dx0 = 2.5, dx1 = x0 = NaN), as for mul. CPU fast path and the composite (cuda's) alike.
+    from tgrad.ops.scan import _cumprod_backward_ops
+    cases = [([INF, 1.5], [2.5, INF]), ([NAN, 1.5], [2.5, NAN]),
+             ([-INF, 2.0, 0.5], [4.0, -INF, -INF]), ([2.0, INF, 3.0], [INF, 8.0, INF])]
+    for x, want in cases:
+        leaf = tgrad.tensor(x, requires_grad=True)
+        y = tgrad.cumprod(leaf, 0)
+        (got,) = tgrad.autograd.grad(y, leaf, tgrad.ones(len(x), dtype=tgrad.float64))
+        np.testing.assert_array_equal(got.numpy(), want)
+        with tgrad.no_grad():
+            ops = _cumprod_backward_ops(leaf.detach(), y.detach(), tgrad.ones(len(x),
+                                        dtype=tgrad.float64), 0, True)
+        np.testing.assert_array_equal(ops.numpy(), want)
