@@ -292,3 +292,53 @@ def test_adam_step_tensors_of_other_kinds_count_as_the_op_path(make_step, monkey
     got = run()
     _assert_same(got, ref)
     assert got[-1].item() == STEPS
+
+
+def _nan_pair_case(dt) -> tuple[list, list]:
+    """One-element parameters (NumPy's in-place add of a single element runs another loop
+    than its out-of-place add: where both operands are NaN, it keeps the other one's sign)
+    meeting NaNs of both signs: p and the gradients alternate +NaN / -NaN."""
+    nan = dt(np.nan)
+    ps = [tgrad.tensor(np.asarray(v, dt).reshape(s))
+          for v, s in [(-nan, (1,)), (nan, ()), (-nan, (1, 1)), (1.5, (1,))]]
+    signs = [1, -1, -1, 1, -1, 1]
+    gs = [[tgrad.tensor(np.asarray(sg * nan * (-1) ** j, dt).reshape(tuple(p.shape)))
+           for j, p in enumerate(ps)] for sg in signs]
+    return ps, gs
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("hyper", ADAM)
+def test_adam_fast_path_keeps_the_op_paths_nan_signs_on_one_element(dt, hyper, monkeypatch):
+    def run() -> list:
+        ps, gs = _nan_pair_case(dt)
+        m, v, vmax = ([tgrad.zeros_like(p) for p in ps] for _ in range(3))
+        steps = [tgrad.tensor(0.0) for _ in ps]
+        for g in gs:
+            _functional.adam(ps, g, m, v, vmax, steps, **hyper)
+        return ps + m + v + (vmax if hyper["amsgrad"] else []) + steps
+    with monkeypatch.context() as mp:
+        _force_op_path(mp)
+        ref = run()
+    calls = _count_calls(monkeypatch, "_adam_cpu")
+    got = run()
+    assert len(calls) == 6 * 4
+    _assert_same(got, ref)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("hyper", SGD)
+def test_sgd_fast_path_keeps_the_op_paths_nan_signs_on_one_element(dt, hyper, monkeypatch):
+    def run() -> list:
+        ps, gs = _nan_pair_case(dt)
+        bufs = [None] * len(ps)
+        for g in gs:
+            _functional.sgd(ps, g, bufs, **hyper)
+        return ps + bufs
+    with monkeypatch.context() as mp:
+        _force_op_path(mp)
+        ref = run()
+    calls = _count_calls(monkeypatch, "_sgd_cpu")
+    got = run()
+    assert len(calls) == (6 - (hyper["momentum"] != 0)) * 4
+    _assert_same(got, ref)

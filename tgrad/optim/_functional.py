@@ -214,12 +214,22 @@ def _cpu_fast_ok(p: Tensor, g: Tensor, *state) -> bool:
         == len(written) + 1
 
 
+def _iadd(t: np.ndarray, x) -> np.ndarray:
+    """t <- t + x in place, with the NaN the op path's out-of-place ``t + x`` gives (the
+    first operand's where both are NaN): NumPy's in-place add of a one-element array runs
+    its reduction loop, which keeps the second operand's NaN (sign) instead."""
+    if t.size == 1:
+        t[...] = np.add(t, x)
+        return t
+    return np.add(t, x, out=t)
+
+
 def _add_scaled_(t: np.ndarray, x: np.ndarray, alpha: float, tmp: np.ndarray) -> None:
     """``t.add_(x, alpha=alpha)``: t <- t + x * alpha (x * alpha rounded first, in ``tmp``,
     which may be x itself); x as it is when alpha == 1, as elementwise._alpha_apply."""
     if alpha != 1:
         x = np.multiply(x, t.dtype.type(alpha), out=tmp)
-    np.add(t, x, out=t)
+    _iadd(t, x)
 
 
 def _lerp_(t: np.ndarray, end: np.ndarray, weight: float, tmp: np.ndarray) -> None:
@@ -229,7 +239,7 @@ def _lerp_(t: np.ndarray, end: np.ndarray, weight: float, tmp: np.ndarray) -> No
     c = t.dtype.type
     diff = np.subtract(end, t, out=tmp)
     if abs(weight) < 0.5:
-        np.add(t, np.multiply(diff, c(weight), out=diff), out=t)
+        _iadd(t, np.multiply(diff, c(weight), out=diff))
     else:
         np.subtract(end, np.multiply(diff, c(1.0 - weight), out=diff), out=t)
 
@@ -246,8 +256,8 @@ def _sgd_cpu(p: Tensor, g: Tensor, buf: Tensor | None, *, lr: float, momentum: f
         if maximize:
             ga = np.negative(ga, out=np.empty_like(pa))  # g = -grads[i]
         if weight_decay != 0:  # g = g + p * wd (into a new array unless g is one already)
-            ga = np.add(ga, np.multiply(pa, c(weight_decay), out=tmp),
-                        out=ga if maximize else np.empty_like(pa))
+            wd = np.multiply(pa, c(weight_decay), out=tmp)
+            ga = _iadd(ga, wd) if maximize else np.add(ga, wd)
         if momentum != 0:
             ba = buf._data
             np.multiply(ba, c(momentum), out=ba)      # buf.mul_(mu)
@@ -298,12 +308,12 @@ def _adam_cpu(p: Tensor, g: Tensor, m: Tensor, v: Tensor, vmax: Tensor | None,
             np.multiply(pa, c(1 - lr * weight_decay), out=pa)  # p.mul_(1 - lr * wd)
             p._storage.version += 1
         elif weight_decay != 0:  # g = g + p * wd (into a new array unless g is one already)
-            ga = np.add(ga, np.multiply(pa, c(weight_decay), out=tmp),
-                        out=ga if maximize else np.empty_like(pa))
+            wd = np.multiply(pa, c(weight_decay), out=tmp)
+            ga = _iadd(ga, wd) if maximize else np.add(ga, wd)
         _lerp_(ma, ga, 1 - beta1, tmp)      # m.lerp_(g, 1 - beta1)
         np.multiply(va, c(beta2), out=va)    # v.mul_(beta2)
         sq = np.multiply(ga, c(1 - beta2), out=tmp)  # .add_(g * (1 - beta2) * g)
-        np.add(va, np.multiply(sq, ga, out=sq), out=va)
+        _iadd(va, np.multiply(sq, ga, out=sq))
         bc1 = 1 - beta1 ** step
         bc2_sqrt = math.sqrt(1 - beta2 ** step)
         if amsgrad:
@@ -312,7 +322,7 @@ def _adam_cpu(p: Tensor, g: Tensor, m: Tensor, v: Tensor, vmax: Tensor | None,
             va = vmax._data
         d = np.sqrt(va, out=tmp)          # denom = v.sqrt()
         np.divide(d, c(bc2_sqrt), out=d)  #         / bc2_sqrt
-        np.add(d, c(eps), out=d)          #         + eps
+        _iadd(d, c(eps))                  #         + eps
         np.divide(ma, d, out=d)           # m / denom
         _add_scaled_(pa, d, -(lr / bc1), d)  # p.add_(m / denom, alpha=-(lr / bc1))
     p._storage.version += 1
