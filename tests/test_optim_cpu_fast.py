@@ -342,3 +342,30 @@ def test_sgd_fast_path_keeps_the_op_paths_nan_signs_on_one_element(dt, hyper, mo
     got = run()
     assert len(calls) == (6 - (hyper["momentum"] != 0)) * 4
     _assert_same(got, ref)
+
+
+@pytest.mark.parametrize("path", ["fast", "op"])
+def test_adam_step_is_addcdivs_scaled_m_over_denom(path, monkeypatch):
+    """p <- p + ((-lr / bc1) m) / denom, PyTorch's addcdiv_(m, denom, value=-lr / bc1) order:
+    beta1 = beta2 = 0 make m = g and denom = sqrt(g g) + eps exactly (bc1 = bc2 = 1), so
+    the reference is NumPy float64 in that order; a scaled m that overflows gives -inf
+    (finite denom) or NaN (infinite denom), not the finite (m / denom) scaled."""
+    if path == "op":
+        _force_op_path(monkeypatch)
+    rng = np.random.default_rng(11)
+    g = np.concatenate([rng.normal(size=13) * 10.0 ** rng.uniform(-8, 8, 13),
+                        [1e154, 1e308, -3.0]])
+    lr = np.asarray([0.37] * 13 + [1e160, 4.0, 1e-300])
+    p0 = rng.normal(size=g.size)
+    got = []
+    for i in range(g.size):
+        p = tgrad.tensor(p0[i:i + 1].copy())
+        _functional.adam([p], [tgrad.tensor(g[i:i + 1])], [tgrad.zeros(1, dtype=tgrad.float64)],
+                         [tgrad.zeros(1, dtype=tgrad.float64)], [None], [tgrad.tensor(0.0)],
+                         lr=float(lr[i]), beta1=0.0, beta2=0.0, eps=1e-3, weight_decay=0,
+                         amsgrad=False, maximize=False, decoupled_weight_decay=False)
+        got.append(p.numpy()[0])
+    with np.errstate(all="ignore"):
+        want = p0 + (-lr * g) / (np.sqrt(g * g) + 1e-3)
+    assert np.isneginf(want[13]) and np.isnan(want[14])  # -1e314 / 1e154; -inf / inf
+    assert np.array_equal(np.asarray(got), want, equal_nan=True)

@@ -311,9 +311,10 @@ def test_flat_kernels_compile():
          dict(HAS_WD=True, HAS_MOM=True, NESTEROV=True, MAXIMIZE=False, ACC64=False,
               BLOCK=configs.OPTIM_BLOCK)),
         (kopt.adam_kernel, dict(P="*fp32", G="*fp32", M="*fp32", V="*fp32", VM="*fp32",
-                                OFFS="*i64", SCAL="*fp64", BT="*i64", BS="*i64", lr="fp64",
-                                beta1="fp64", beta2="fp64", eps="fp64", wd="fp64"),
-         dict(HAS_WD=True, DECOUPLED=True, AMSGRAD=True, MAXIMIZE=False, ACC64=False,
+                                OFFS="*i64", SCAL="*fp64", BT="*i64", BS="*i64", w1="fp64",
+                                w1c="fp64", beta2="fp64", w2="fp64", eps="fp64", wd="fp64",
+                                decay="fp64"),
+         dict(LERP_LOW=True, HAS_WD=True, DECOUPLED=True, AMSGRAD=True, MAXIMIZE=False, ACC64=False,
               BLOCK=configs.OPTIM_BLOCK)),
     ]
     for fn, sig, cx in cases:
@@ -327,7 +328,7 @@ def test_flat_kernels_compile():
 FLOAT64_ARGS = [(kd.dropout_kernel, ("p", "scale")), (ka.softplus_kernel, ("beta", "threshold")),
                 (kln.ln_fwd_kernel, ("eps",)),
                 (kopt.sgd_kernel, ("lr", "momentum", "dampening", "wd")),
-                (kopt.adam_kernel, ("lr", "beta1", "beta2", "eps", "wd"))]
+                (kopt.adam_kernel, ("w1", "w1c", "beta2", "w2", "eps", "wd", "decay"))]
 
 
 @pytest.mark.parametrize("kernel,names", FLOAT64_ARGS, ids=lambda k: getattr(k, "__name__", ""))

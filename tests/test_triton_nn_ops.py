@@ -396,6 +396,22 @@ def check_optim(rng):
             moments[dev] = opt.state[p]["exp_avg"].cpu().numpy()
         assert np.isnan(moments["cuda"][:2]).all() and np.isinf(moments["cuda"][2]), moments
         assert np.array_equal(np.isnan(moments["cuda"]), np.isnan(moments["cpu"])), moments
+        # bit for bit with the CPU rule: the constants (1 - beta1, 1 - beta2, 1 - lr wd) taken
+        # in float64 on the host (not 1 - float32(0.999), 1.3e-5 off), the step as addcdiv's
+        # (-lr / bc1 m) / denom, amsgrad's max keeping a NaN second moment
+        states = {}
+        for dev in ("cpu", "cuda"):
+            p = tgrad.tensor([0.5, -1.5, 2.0, 0.25, -3.0], dtype=getattr(tgrad, dt), device=dev,
+                             requires_grad=True)
+            for cls, kw in [(optim.AdamW, dict(weight_decay=0.1)), (optim.Adam, {})]:
+                opt = cls([p], lr=0.1, betas=(0.9, 0.999), amsgrad=True, **kw)
+                for g in ([0.3, 1e3, -2.0, np.nan, 1e-3], [0.1, -7.0, 1e30, 1.0, 2.0]):
+                    p.grad = tgrad.tensor(g, dtype=getattr(tgrad, dt), device=dev)
+                    opt.step()
+                states[dev, cls.__name__] = [t.detach().cpu().numpy().tobytes() for t in
+                                             [p] + list(opt.state[p].values())]
+        for name in ("AdamW", "Adam"):
+            assert states["cuda", name] == states["cpu", name], (dt, name)
 
 
 def check_float16(rng):

@@ -10,8 +10,8 @@ one tensor, in float32 registers for 16/32-bit params (float64 for float64).
   SGD:   g <- -g (maximize);  g <- g + wd p;  b <- g (first step) | mu b + (1 - damp) g;
          g <- g + mu b (nesterov) | b;  p <- p - lr g            bytes/elt: 3 reads 2 writes
   Adam:  g <- -g;  Adam: g <- g + wd p | AdamW: p <- p (1 - lr wd);
-         m <- b1 m + (1 - b1) g;  v <- b2 v + (1 - b2) g^2;  (amsgrad: vmax <- max(vmax, v))
-         p <- p - (lr / bc1) m / (sqrt(v | vmax) / sqrt(bc2) + eps)
+         m <- lerp(m, g, 1 - b1);  v <- b2 v + ((1 - b2) g) g;  (amsgrad: vmax <- max(vmax, v))
+         p <- p + ((-lr / bc1) m) / (sqrt(v | vmax) / sqrt(bc2) + eps)
          bc1 = 1 - b1^t, bc2 = 1 - b2^t per tensor (its own step t)   bytes/elt: 4 (5) r, 3 (4) w
 """
 
@@ -71,16 +71,23 @@ def sgd_kernel(P, G, B, OFFS, FIRST, BT, BS, lr: tl.float64, momentum: tl.float6
 
 
 @triton.jit
-def adam_kernel(P, G, M, V, VM, OFFS, SCAL, BT, BS, lr: tl.float64, beta1: tl.float64,
-                beta2: tl.float64, eps: tl.float64, wd: tl.float64,
+def adam_kernel(P, G, M, V, VM, OFFS, SCAL, BT, BS, w1: tl.float64, w1c: tl.float64,
+                beta2: tl.float64, w2: tl.float64, eps: tl.float64, wd: tl.float64,
+                decay: tl.float64, LERP_LOW: tl.constexpr,
                 HAS_WD: tl.constexpr, DECOUPLED: tl.constexpr, AMSGRAD: tl.constexpr,
                 MAXIMIZE: tl.constexpr, ACC64: tl.constexpr, BLOCK: tl.constexpr):
+    # Every constant comes from the host, computed there in float64 as the CPU rule computes
+    # it (w1 = 1 - beta1, w1c = 1 - w1, w2 = 1 - beta2, decay = 1 - lr wd; LERP_LOW =
+    # |w1| < 0.5), then read once in the parameters' dtype: 1 - beta2 taken in float32 from
+    # float32(beta2) is 1.3e-5 off for beta2 = 0.999.
     if not ACC64:  # float64 arguments; fp32 maths for fp32 params
-        lr = tl.cast(lr, tl.float32)
-        beta1 = tl.cast(beta1, tl.float32)
+        w1 = tl.cast(w1, tl.float32)
+        w1c = tl.cast(w1c, tl.float32)
         beta2 = tl.cast(beta2, tl.float32)
+        w2 = tl.cast(w2, tl.float32)
         eps = tl.cast(eps, tl.float32)
         wd = tl.cast(wd, tl.float32)
+        decay = tl.cast(decay, tl.float32)
     # OFFS: [T, 6] int64 rows (p, g, m, v, vmax offsets, numel);
     # SCAL: [T, 2] float64 rows (lr / bc1, sqrt(bc2)) for each tensor's own step.
     pid = tl.program_id(0)
@@ -104,24 +111,27 @@ def adam_kernel(P, G, M, V, VM, OFFS, SCAL, BT, BS, lr: tl.float64, beta1: tl.fl
         g = -g
     if HAS_WD:
         if DECOUPLED:
-            p = p * (1.0 - lr * wd)
+            p = p * decay
         else:
             g = g + p * wd
-    # m <- lerp(m, g, w = 1 - beta1) (PyTorch's exp_avg.lerp_: an infinite m meets the next
-    # g as inf - inf = NaN): m + (g - m) w where w < 0.5 (beta1 > 0.5), else
-    # g - (g - m) (1 - w); v <- beta2 v + ((1 - beta2) g) g (addcmul_'s order). (1 - beta1
-    # stays inline: named, the interpreter rounded it to float32.)
+    # m <- lerp(m, g, w1) (PyTorch's exp_avg.lerp_: an infinite m meets the next g as
+    # inf - inf = NaN): m + (g - m) w1 where |w1| < 0.5, else g - (g - m) w1c;
+    # v <- v beta2 + (w2 g) g (addcmul_'s order); vmax <- max(vmax, v), NaN propagated
+    # (torch.maximum's, NumPy's: tl.maximum's default drops a NaN)
     d = g - m
-    m = tl.where(beta1 > 0.5, m + d * (1.0 - beta1), g - d * (1.0 - (1.0 - beta1)))
-    v = beta2 * v + (1.0 - beta2) * g * g
+    if LERP_LOW:
+        m = m + d * w1
+    else:
+        m = g - d * w1c
+    v = v * beta2 + w2 * g * g
     if AMSGRAD:
         vmo = tl.load(OFFS + j * 6 + 4) + i
-        vm = tl.maximum(_load(VM + vmo, mask, ACC64), v)
+        vm = tl.maximum(_load(VM + vmo, mask, ACC64), v, propagate_nan=tl.PropagateNan.ALL)
         tl.store(VM + vmo, vm.to(VM.dtype.element_ty), mask=mask)
         denom = tl.sqrt(vm) / bc2_sqrt + eps
     else:
         denom = tl.sqrt(v) / bc2_sqrt + eps
-    p = p - step_size * (m / denom)
+    p = p + (-step_size * m) / denom  # addcdiv_(m, denom, value=-step_size)'s order
     tl.store(M + mo, m.to(M.dtype.element_ty), mask=mask)
     tl.store(V + vo, v.to(V.dtype.element_ty), mask=mask)
     tl.store(P + po, p.to(P.dtype.element_ty), mask=mask)
@@ -257,10 +267,12 @@ def fused_adam(params: list, grads: list, exp_avgs: list, exp_avg_sqs: list,
         rows = np.stack([_offsets(ps), _offsets(gs), _offsets(ms), _offsets(vs),
                          _offsets(vms), [a.size for a in ps]], 1)
         _launch(adam_kernel, [ps, gs, ms, vs, vms], rows, [a.size for a in ps],
-                [np.asarray(scal, np.float64)], lr=float(lr), beta1=float(beta1),
-                beta2=float(beta2), eps=float(eps), wd=float(weight_decay),
-                HAS_WD=weight_decay != 0, DECOUPLED=bool(decoupled_weight_decay),
-                AMSGRAD=bool(amsgrad), MAXIMIZE=bool(maximize), ACC64=dt == np.float64)
+                [np.asarray(scal, np.float64)], w1=float(1 - beta1),
+                w1c=float(1.0 - (1 - beta1)), beta2=float(beta2), w2=float(1 - beta2),
+                eps=float(eps), wd=float(weight_decay), decay=float(1 - lr * weight_decay),
+                LERP_LOW=abs(1 - beta1) < 0.5, HAS_WD=weight_decay != 0,
+                DECOUPLED=bool(decoupled_weight_decay), AMSGRAD=bool(amsgrad),
+                MAXIMIZE=bool(maximize), ACC64=dt == np.float64)
         for dst, src in wbs:
             tb.copy_(dst, src)
         _bump([lst[i] for lst in tensors for i in idx])

@@ -123,11 +123,13 @@ def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
     """t <- t + 1;  g <- -g if maximize;
     Adam:  g <- g + wd p            AdamW: p <- p (1 - lr wd)
     m <- lerp(m, g, 1 - b1);   v <- b2 v + ((1 - b2) g) g;   (amsgrad: vmax <- max(vmax, v))
-    p <- p - lr / (1 - b1^t) * m / (sqrt(v or vmax) / sqrt(1 - b2^t) + eps).
+    p <- p + ((-lr / (1 - b1^t)) m) / (sqrt(v or vmax) / sqrt(1 - b2^t) + eps).
     As PyTorch's (exp_avg.lerp_(grad, 1 - beta1), exp_avg_sq.mul_(beta2).addcmul_(grad,
     grad, value=1 - beta2)): m + w (g - m), so an infinite m meets the next gradient as
     inf - inf = NaN (not b1 m + (1 - b1) g = +-inf), and (1 - b2) g g does not overflow
-    where g g alone would."""
+    where g g alone would. The step is PyTorch's addcdiv_(m, denom, value=-lr / bc1): the
+    scaled m divided (so a scaled m that overflows gives +-inf, or NaN over an infinite
+    denom, as PyTorch; not the finite m / denom scaled)."""
     _check_state_dtypes(grads, exp_avgs)
     fused = _fused("adam", params)
     if fused is not None:
@@ -161,7 +163,7 @@ def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
                 denom = vmax.sqrt() / bc2_sqrt + eps
             else:
                 denom = v.sqrt() / bc2_sqrt + eps
-            p.add_(m / denom, alpha=-(lr / bc1))
+            p.add_(m * -(lr / bc1) / denom)  # p.addcdiv_(m, denom, value=-lr / bc1)
 
 
 # ------------------------------------------------------------------------ CPU fast path
@@ -293,7 +295,7 @@ def _adam_cpu(p: Tensor, g: Tensor, m: Tensor, v: Tensor, vmax: Tensor | None,
     op for op the op path's roundings:
       m <- lerp(m, g, 1 - b1) (tgrad.ops.composite._lerp_value: m + (g - m) * w for |w| < 0.5,
       else g - (g - m) * (1 - w));   v <- v * b2 + (g * (1 - b2)) * g;   (vmax <- max(vmax, v))
-      d <- sqrt(v | vmax) / sqrt(1 - b2^t) + eps;   p <- p + (m / d) * (-(lr / (1 - b1^t))),
+      d <- sqrt(v | vmax) / sqrt(1 - b2^t) + eps;   p <- p + (m * (-(lr / (1 - b1^t)))) / d,
     each product, quotient and sum rounded in the parameter's dtype. The step tensor is
     updated as step_t.add_(1) (_next_step); versions bump as the op path's (p: 1, or 2 with
     decoupled weight decay; m: 1; v: 2; vmax: 1)."""
@@ -323,8 +325,8 @@ def _adam_cpu(p: Tensor, g: Tensor, m: Tensor, v: Tensor, vmax: Tensor | None,
         d = np.sqrt(va, out=tmp)          # denom = v.sqrt()
         np.divide(d, c(bc2_sqrt), out=d)  #         / bc2_sqrt
         _iadd(d, c(eps))                  #         + eps
-        np.divide(ma, d, out=d)           # m / denom
-        _add_scaled_(pa, d, -(lr / bc1), d)  # p.add_(m / denom, alpha=-(lr / bc1))
+        q = np.multiply(ma, c(-(lr / bc1)), out=np.empty_like(pa))  # m * -(lr / bc1)
+        _iadd(pa, np.divide(q, d, out=q))     # p.add_(... / denom)
     p._storage.version += 1
     m._storage.version += 1
     v._storage.version += 2
