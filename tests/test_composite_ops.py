@@ -642,3 +642,19 @@ def test_lerp_of_integer_ends_with_a_0d_floating_weight_promotes():
         np.testing.assert_array_equal(y.numpy(), np.array([1.5, 3.0], wdt.np))
     with pytest.raises(NotImplementedError, match="lerp_kernel_scalar"):
         tgrad.lerp(tgrad.tensor([1, 2]), tgrad.tensor([3, 6]), 0.5)
+
+
+@pytest.mark.parametrize("op, npop", [("addcmul", np.multiply), ("addcdiv", np.divide)])
+def test_addcmul_addcdiv_scale_tensor1_first_as_pytorch(op, npop):
+    # input + (value * tensor1) op tensor2, rounded in that order (PyTorch's kernel): the
+    # bits of the NumPy float32 sequence, and value * tensor1 may overflow first
+    rng = np.random.default_rng(3)
+    a, t1, t2 = (rng.standard_normal(1023).astype(np.float32) for _ in range(3))
+    got = getattr(tgrad, op)(tgrad.tensor(a), tgrad.tensor(t1), tgrad.tensor(t2), value=0.7)
+    ref = a + npop(t1 * np.float32(0.7), t2)
+    assert np.array_equal(got.numpy().view(np.uint32), ref.view(np.uint32))
+    f64 = tgrad.float64
+    big = getattr(tgrad, op)(tgrad.tensor([0.0], dtype=f64), tgrad.tensor([1e308], dtype=f64),
+                             tgrad.tensor([1e-10 if op == "addcmul" else 1e10], dtype=f64),
+                             value=10)  # (t1 op t2 first would give 1e299)
+    assert big.tolist() == [float("inf")]

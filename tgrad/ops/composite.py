@@ -536,15 +536,16 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
 @tensor_method("addcmul")
 @autocast_policy("promote", cpu=None)
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:  # noqa: A002
-    """input + value * tensor1 * tensor2 (broadcast)."""
+    """input + (value * tensor1) * tensor2 (broadcast)."""
     _three_tensors("addcmul", input, tensor1, tensor2)
     value = _scalar_like("addcmul", value, input, tensor1, tensor2)
     # all three promoted at once, as PyTorch (a uint8 product in a float input's dtype: no
     # wrap-around, no rounding in a narrower dtype)
     (input, tensor1, tensor2), half = widen_halves(  # noqa: A001
         *_promoted([input, tensor1, tensor2]))
-    prod = tensor1 * tensor2
-    return rounded_to(input + (prod if value == 1 else prod * value), half)
+    # (value tensor1) tensor2, in this order as PyTorch's kernel: value * t1 may overflow
+    prod = (tensor1 if value == 1 else tensor1 * value) * tensor2
+    return rounded_to(input + prod, half)
 
 
 def _three_tensors(op: str, input, tensor1, tensor2) -> None:  # noqa: A002
@@ -576,7 +577,7 @@ def _scalar_like(op: str, value, *tensors):
 @tensor_method("addcdiv")
 @autocast_policy("promote", cpu=None)
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:  # noqa: A002
-    """input + value * tensor1 / tensor2 (broadcast; integer division is refused)."""
+    """input + (value * tensor1) / tensor2 (broadcast; integer division is refused)."""
     _three_tensors("addcdiv", input, tensor1, tensor2)
     if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point \
             and not (tensor1.dtype.is_complex or tensor2.dtype.is_complex):
@@ -586,8 +587,9 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tens
     value = _scalar_like("addcdiv", value, input, tensor1, tensor2)
     (input, tensor1, tensor2), half = widen_halves(  # noqa: A001
         *_promoted([input, tensor1, tensor2]))  # (as addcmul's)
-    q = tensor1 / tensor2
-    return rounded_to(input + (q if value == 1 else q * value), half)
+    # (value tensor1) / tensor2, in this order as PyTorch's kernel
+    q = (tensor1 if value == 1 else tensor1 * value) / tensor2
+    return rounded_to(input + q, half)
 
 
 def clamp_min(input: Tensor, min) -> Tensor:  # noqa: A002
