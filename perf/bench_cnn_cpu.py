@@ -4,6 +4,7 @@ calls, CPU time of the process: the box is shared):
 * conv2d 3x3 padding 1 of the two layers, (32, 3, 32, 32) -> 16 and (32, 16, 16, 16) -> 32,
   forward (no_grad) and forward + backward (input, weight, bias requiring grad);
 * batch_norm2d training on (32, 16, 32, 32) and (32, 32, 16, 16), forward and f + b;
+* relu and max_pool2d(2) on the same shapes, forward and f + b;
 * one SGD (momentum 0.9) step of Conv(3,16)-BN-ReLU-MaxPool-Conv(16,32)-BN-ReLU-MaxPool-
   Linear, batch 32 of 32 x 32 float32, cross entropy.
 
@@ -105,6 +106,22 @@ def _child(lib: str, part: str, repeat: int, inner: int) -> dict:
             bn(x).backward(g)
         res[f"batch_norm2d {xs} fwd"] = _cpu_ms(fwd, repeat, inner)
         res[f"batch_norm2d {xs} fwd+bwd"] = _cpu_ms(both, repeat, inner)
+    for xs in NORMS:
+        x = m.tensor(rng.standard_normal(xs).astype(np.float32), requires_grad=True)
+        pooled = xs[:2] + tuple(s // 2 for s in xs[2:])
+        for name, fn, gs in (("relu", functional.relu, xs),
+                             ("max_pool2d(2)", lambda t: functional.max_pool2d(t, 2), pooled)):
+            g = m.tensor(rng.standard_normal(gs).astype(np.float32))
+
+            def fwd(x=x, fn=fn):
+                with m.no_grad():
+                    fn(x)
+
+            def both(x=x, fn=fn, g=g):
+                x.grad = None
+                fn(x).backward(g)
+            res[f"{name} {xs} fwd"] = _cpu_ms(fwd, repeat, inner)
+            res[f"{name} {xs} fwd+bwd"] = _cpu_ms(both, repeat, inner)
     return res
 
 

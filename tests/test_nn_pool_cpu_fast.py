@@ -184,3 +184,67 @@ def test_max_pool_fast_path_gradcheck_and_gradgradcheck(spatial, k, s, p, d):
     # create_graph keeps the composite backward: a differentiable gradient
     (gx,) = tgrad.autograd.grad(fn(x).sum(), x, create_graph=True)
     assert gx.requires_grad
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["normal", "ties", "specials"])
+def test_max_pool_tiled_backward_matches_the_tap_sums(monkeypatch, dt, kind):
+    """Windows that tile the input (stride = kernel, no padding / dilation / ceil extra):
+    dx written tap by tap into an uninitialised array (+0 past the last window), bit for
+    bit the sums into zeros (the general kernel, forced by patching _tiled), g with -0.0
+    and NaN payloads; the tiled path seen to run."""
+    calls, tiled = [], _numpy_pool._max_pool_bwd_tiled
+
+    def spy(*a):
+        calls.append(1)
+        return tiled(*a)
+    monkeypatch.setattr(_numpy_pool, "_max_pool_bwd_tiled", spy)
+    cases = [((2, 3, 32, 32), 2, 1), ((2, 3, 9, 7), 2, 1), ((2, 2, 10, 11), 3, 1),
+             ((2, 2, 6, 5), (2, 1), 1), ((2, 2, 6, 5), 2, 2), ((2, 2, 5, 6, 7), 2, 1),
+             ((0, 2, 4, 4), 2, 1), ((1, 2, 3, 5), 2, 1)]
+    for i, (shape, k, d) in enumerate(cases):
+        x = _values(shape, dt, kind, i)
+        g_shape = None
+        res = []
+        for force_general in (False, True):
+            with monkeypatch.context() as m:
+                if force_general:
+                    m.setattr(_numpy_pool, "_tiled", lambda *a: False)
+                xt = tgrad.tensor(x, requires_grad=True)
+                pool = POOL[len(shape) - 2]
+                y = pool(xt, k, dilation=d)
+                g_shape = g_shape or y.shape
+                g = _values(tuple(g_shape), dt, "specials", 50 + i)
+                g.reshape(-1)[::3] = -0.0
+                y.backward(tgrad.tensor(g))
+                res.append(xt.grad.numpy().tobytes())
+        assert res[0] == res[1], (shape, k, d)
+    # tiled: stride = kernel with dilation 1 (or a kernel of 1 along the dilated dim)
+    assert len(calls) == len(cases) - 1
+
+
+def test_max_pool_keeps_compact_winning_taps(monkeypatch):
+    """The CPU kernel keeps each window's winning tap as int8 (int32 past 127 taps): the
+    indices and the create_graph backward widen them to int64."""
+    x = tgrad.tensor(_values((2, 3, 8, 8), np.float32, "ties", 0), requires_grad=True)
+    y, idx = F.max_pool2d(x, 2, return_indices=True)
+    assert y.grad_fn.arg.dtype is tgrad.int8 and idx.dtype is tgrad.int64
+    assert y.grad_fn._saved_result1.dtype is tgrad.int64
+    y12 = F.max_pool2d(tgrad.tensor(_values((1, 1, 12, 12), np.float32, "normal", 1)), 12)
+    assert y12.shape == (1, 1, 1, 1)
+    _, arg = _numpy_pool.max_pool_fwd(np.zeros((1, 1, 12, 12), np.float32), (12, 12),
+                                      (12, 12), (0, 0), (1, 1), (1, 1), (0, 0), -np.inf)
+    assert arg.dtype == np.int32
+    (gx,) = tgrad.autograd.grad(y.sum(), x, create_graph=True)
+    assert np.array_equal(gx.detach().numpy(), _brute_force_grad(x.detach().numpy(),
+                                                                  idx.numpy()))
+
+
+def _brute_force_grad(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """dx of sum(max_pool(x)) from the flat indices: 1 at each window's maximum."""
+    dx = np.zeros(x.shape, x.dtype)
+    n, c = x.shape[:2]
+    for i in range(n):
+        for j in range(c):
+            np.add.at(dx[i, j].reshape(-1), idx[i, j].reshape(-1), 1)
+    return dx

@@ -37,8 +37,9 @@ class Workspace:
     """Scratch arrays kept between calls, by (tag, shape, dtype): ``take`` hands out one no
     other caller holds (a kept one, or a new one), ``give`` puts it back for the next
     ``take`` of its key. An array is held by at most one caller between its take and its
-    give, and only by the primitives of this module (never a tensor's memory: outputs and
-    gradients are fresh arrays), so reuse cannot alias anything a user sees. At most
+    give, and only by the primitives of this module and batch_norm's (_numpy_nn; never a
+    tensor's memory: outputs and gradients are fresh arrays), so reuse cannot alias
+    anything a user sees. At most
     ``max_bytes`` are kept (the least recently given dropped first; an array larger than
     that is never kept); ``clear`` drops them all. Thread-safe (one lock)."""
 

@@ -17,7 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from tgrad.backends._numpy_grid_sample import grid_sample_bwd, grid_sample_fwd
-from tgrad.backends._numpy_sum import flat_blocks, float_sum
+from tgrad.backends._numpy_sum import _MAX_RUNNING, flat_blocks, float_sum
 
 __all__ = ["softmax_fwd", "softmax_bwd", "log_softmax_fwd", "log_softmax_bwd",
            "cross_entropy_fwd", "cross_entropy_bwd", "layer_norm_fwd", "layer_norm_bwd",
@@ -26,6 +26,7 @@ __all__ = ["softmax_fwd", "softmax_bwd", "log_softmax_fwd", "log_softmax_bwd",
 
 _HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _F32 = np.dtype(np.float32)
+_BN_DTYPES = (_F32, np.dtype(np.float64))
 _SQRT_2_PI = math.sqrt(2.0 / math.pi)
 _GELU_K = 0.044715
 
@@ -262,16 +263,87 @@ def _bn_sum(a: np.ndarray, axes: tuple) -> np.ndarray:
     return float_sum(a, axes)
 
 
+# Blocked path (``_bn_blocked``: a C-contiguous float32/float64 x of 3+ dims, as its
+# (N, C, S) view; float32 with N <= _MAX_RUNNING, where _bn_sum is one np.add.reduce over
+# (0, 2)). The full-size temporaries (the forward's squares; the backward's g (x - mean))
+# are made one block of samples at a time in a small scratch array, so each call
+# allocates only its output. Each per-channel sum is the (n, c) plane sums (np.add.reduce
+# over S: the pairwise sum the one-pass reduction runs on each plane) then their sum over
+# n (running, in n order: the one-pass reduction's outer loop): the same additions in the
+# same order. A per-channel operand v (C,) is its "plane" np.repeat(v, S) as (C, S): x
+# (nb, C, S) against it is one inner loop of C S elements per sample (NumPy merges C and
+# S), where v (C, 1) made one of S per (n, c), 1.6x slower on the CNN's planes (S = 256,
+# 1024); planes over _BN_BLOCK / 2 elements keep v (C, 1). The elementwise operations and
+# their operand order are the unblocked ones, so the results are bit-identical
+# (tests/test_nn_batch_norm_cpu_fast.py), but for which NaN's sign and payload an
+# operation on two NaNs returns (NumPy's loops choose differently by row length).
+_BN_BLOCK = 1 << 17  # elements per block of samples (at least one sample)
+
+
+def _bn_blocked(*arrays: np.ndarray) -> bool:
+    """Whether batch_norm_fwd / _bwd take the blocked path on these (N, C, *) arrays."""
+    x = arrays[0]
+    if x.ndim < 3 or x.size == 0 or x.shape[1] < 2 or x.dtype not in _BN_DTYPES:
+        return False  # (C = 1: NumPy reduces (N, 1, S) as one run of N S)
+    if x.dtype == _F32 and x.shape[0] > _MAX_RUNNING:  # (float_sum cascades over N there)
+        return False
+    return all(a.flags.c_contiguous and a.dtype == x.dtype and a.shape == x.shape
+               for a in arrays)
+
+
+def _bn_spans(x: np.ndarray) -> tuple:
+    """(spans [(n0, n1), ...] covering the N samples of x (N, C, *), a scratch array
+    (block, C, S) of x's dtype for the largest span, taken from the CPU workspace: give it
+    back with _bn_give)."""
+    from tgrad.backends._numpy_conv import WORKSPACE  # (numpy.py imports this module)
+    n, c = x.shape[:2]
+    per = x.size // n
+    block = min(n, max(1, _BN_BLOCK // per))
+    return ([(i, min(i + block, n)) for i in range(0, n, block)],
+            WORKSPACE.take(_BN_TAG, (block, c, per // c), x.dtype))
+
+
+def _bn_give(scratch: np.ndarray) -> None:
+    """Hand _bn_spans's scratch back to the workspace (its caller drops it). Kept, it is
+    not freed and allocated again every call: the CNN step's page faults were the same
+    or fewer in every heap layout measured (docs/performance.md, cnn2 session)."""
+    from tgrad.backends._numpy_conv import WORKSPACE
+    WORKSPACE.give(_BN_TAG, scratch)
+
+
+_BN_TAG = "batch_norm"
+
+
+def _planes(x: np.ndarray, *vs: np.ndarray) -> tuple:
+    """Each per-channel (C,) v as an operand against blocks (nb, C, S) of x (N, C, *): its
+    plane np.repeat(v, S) as (C, S) (NumPy then runs one inner loop of C S a sample)
+    while a plane is at most _BN_BLOCK / 2 elements; else v as (C, 1) (rows of S, long
+    enough: no plane as large as a sample)."""
+    c = x.shape[1]
+    s = x.size // (x.shape[0] * c)
+    if c * s > _BN_BLOCK // 2:
+        return tuple(v[:, None] for v in vs)
+    return tuple(np.repeat(v, s).reshape(c, s) for v in vs)
+
+
+def _plane_sums(t: np.ndarray, out: np.ndarray) -> None:
+    """out (nb, C) = the plane sums of t (nb, C, S) (pairwise over each plane's S)."""
+    np.add.reduce(t, axis=2, out=out)
+
+
 def batch_norm_fwd(x: np.ndarray, w, b, mean, var, eps: float) -> tuple:
     """(y, mean, var, invstd): y = (x - mean) * invstd * w + b, invstd = 1/sqrt(var + eps);
     mean / var None: the batch's (biased var, two passes reduced over the axes in place:
-    no channel-major copy). One output buffer and one temporary (the squares)."""
+    no channel-major copy). One output buffer and one temporary (the squares; one block
+    of them on the blocked path)."""
     dt = x.dtype
     xf = _up(x)
     axes, shape, m = _bn_axes(x)
     with np.errstate(all="ignore"):
         if mean is None:
             mean = _bn_sum(xf, axes) / xf.dtype.type(m)
+            if _bn_blocked(xf):
+                return _bn_fwd_blocked(xf, w, b, mean, m, eps, dt)
             y = np.subtract(xf, mean.reshape(shape), order="C")  # (PyTorch's layout)
             sq = np.square(y)
             var = _bn_sum(sq, axes) / xf.dtype.type(m)
@@ -287,17 +359,49 @@ def batch_norm_fwd(x: np.ndarray, w, b, mean, var, eps: float) -> tuple:
     return _down(y, dt), mean, var, invstd
 
 
+def _bn_fwd_blocked(x: np.ndarray, w, b, mean: np.ndarray, m: int, eps: float,
+                    dt: np.dtype) -> tuple:
+    """batch_norm_fwd's training path, blocked (x float32/64 C-contiguous, mean its
+    batch mean): y = x - mean with the squares' plane sums one block at a time (the
+    squares in the scratch), var = their sum / M; then y = y scale (+ b) in place."""
+    n, c = x.shape[:2]
+    x2 = x.reshape(n, c, -1)
+    y = np.empty(x.shape, x.dtype)
+    y2 = y.reshape(x2.shape)
+    spans, sq = _bn_spans(x)
+    parts = np.empty((n, c), x.dtype)  # (N, C) plane sums
+    (mp,) = _planes(x, mean)
+    for n0, n1 in spans:
+        yb, sqb = y2[n0:n1], sq[:n1 - n0]
+        np.subtract(x2[n0:n1], mp, out=yb)
+        np.square(yb, out=sqb)
+        _plane_sums(sqb, parts[n0:n1])
+    _bn_give(sq)  # (its views here are not used after)
+    var = np.add.reduce(parts, axis=0) / x.dtype.type(m)
+    invstd = 1.0 / np.sqrt(var + x.dtype.type(eps))
+    scale = invstd if w is None else invstd * _up(w).astype(x.dtype)
+    np.multiply(y2, _planes(x, scale)[0], out=y2)
+    if b is not None:
+        np.add(y2, _planes(x, _up(b).astype(x.dtype))[0], out=y2)
+    return _down(y, dt), mean, var, invstd
+
+
 def batch_norm_bwd(g: np.ndarray, x: np.ndarray, w, mean, invstd, training: bool,
                    need_x: bool, need_w: bool, need_b: bool) -> tuple:
     """(dx, dw, db) with xc = x - mean, M values per channel, scale = invstd * w:
     training dx = scale (g - sum(g)/M) - xc scale invstd^2 sum(g xc)/M; eval dx = g scale;
     dw = invstd sum(g xc); db = sum(g) (sums over the non-channel axes). Two full-size
-    buffers (xc, and dx, which first holds g xc)."""
+    buffers (xc, and dx, which first holds g xc); on the blocked path only dx (xc and g xc
+    one block at a time in a scratch array, xc recomputed for dx)."""
     dt = x.dtype
     gf, xf = _up(g), _up(x)
     axes, shape, m = _bn_axes(x)
     pdt = w.dtype if w is not None else gf.dtype  # (as layer_norm_bwd)
     training = training and need_x
+    if _bn_blocked(xf, gf):
+        dx, dw, db = _bn_bwd_blocked(gf, xf, w, mean, invstd, training, need_x, need_w,
+                                     need_b, pdt)
+        return None if dx is None else _down(dx, dt), dw, db
     with np.errstate(all="ignore"):
         scale = invstd if w is None else invstd * _up(w).astype(xf.dtype)
         sum_g = _bn_sum(gf, axes) if need_b or training else None
@@ -318,6 +422,54 @@ def batch_norm_bwd(g: np.ndarray, x: np.ndarray, w, mean, invstd, training: bool
     dw = _down(sum_gxc * invstd, pdt) if need_w and w is not None else None
     db = _down(sum_g, pdt) if need_b else None
     return None if dx is None else _down(dx, dt), dw, db
+
+
+def _bn_bwd_blocked(g: np.ndarray, x: np.ndarray, w, mean, invstd, training: bool,
+                    need_x: bool, need_w: bool, need_b: bool, pdt) -> tuple:
+    """batch_norm_bwd on the blocked path (g, x: one shape, C-contiguous, float32/64): the
+    same elementwise operations, in the same operand order, block by block of samples.
+    Pass 1 per block: the plane sums of g, xc = x - mean (into dx, the output, when
+    training; else the scratch), g xc in the scratch and its plane sums. Pass 2 (training)
+    per block, in place in dx: dx = (g - sum(g)/M) scale - xc k, k = scale invstd^2
+    sum(g xc) / M, (g - sum(g)/M) scale in the scratch."""
+    n, c = x.shape[:2]
+    g2, x2 = g.reshape(n, c, -1), x.reshape(n, c, -1)
+    spans, tmp = _bn_spans(x)
+    m = x.dtype.type(x.size // c)
+    want_g, want_gxc = need_b or training, need_w or training
+    dx = np.empty(x.shape, x.dtype) if training else None
+    xc2 = dx.reshape(x2.shape) if training else None
+    with np.errstate(all="ignore"):
+        scale = invstd if w is None else invstd * _up(w).astype(x.dtype)
+        parts_g = np.empty((n, c), x.dtype) if want_g else None
+        parts_gxc = np.empty((n, c), x.dtype) if want_gxc else None
+        (mp,) = _planes(x, mean) if want_gxc else (None,)
+        for n0, n1 in spans:
+            if want_g:
+                _plane_sums(g2[n0:n1], parts_g[n0:n1])
+            if want_gxc:
+                t = tmp[:n1 - n0]
+                xc = xc2[n0:n1] if training else t
+                np.subtract(x2[n0:n1], mp, out=xc)
+                np.multiply(g2[n0:n1], xc, out=t)
+                _plane_sums(t, parts_gxc[n0:n1])
+        sum_g = np.add.reduce(parts_g, axis=0) if want_g else None
+        sum_gxc = np.add.reduce(parts_gxc, axis=0) if want_gxc else None
+        if training:
+            kp, sgp, scp = _planes(x, scale * invstd * invstd * sum_gxc / m, sum_g / m, scale)
+            for n0, n1 in spans:
+                t, xc = tmp[:n1 - n0], xc2[n0:n1]
+                np.subtract(g2[n0:n1], sgp, out=t)
+                np.multiply(t, scp, out=t)
+                np.multiply(xc, kp, out=xc)
+                np.subtract(t, xc, out=xc)
+        elif need_x:
+            dx = np.empty(x.shape, x.dtype)
+            np.multiply(g2, _planes(x, scale)[0], out=dx.reshape(x2.shape))
+    _bn_give(tmp)  # (its views here are not used after)
+    dw = _down(sum_gxc * invstd, pdt) if need_w and w is not None else None
+    db = _down(sum_g, pdt) if need_b else None
+    return dx, dw, db
 
 
 # ------------------------------------------------------------------ activations

