@@ -1,4 +1,4 @@
-"""relu's CPU forward (tgrad/backends/numpy.py ``relu``: float32/float64 C-contiguous
+"""relu's CPU forward (tgrad/backends/numpy.py ``_relu``: float32/float64 C-contiguous
 inputs of at least _RELU_ROW elements as rows against a read-only zero row) against the
 maximum with the scalar 0 it replaces: bit-identical (+0 for -0.0, each NaN's own bits,
 denormals, infinities) at sizes around the row length; the fallbacks (small,
@@ -39,12 +39,12 @@ def test_relu_fast_is_bit_identical_to_maximum_with_zero(dt, n):
     x[:k], x[n - k:] = sp[:k], sp[:k]
     bits = np.uint32 if dt == np.float32 else np.uint64
     want = np.maximum(x, dt(0))
-    got = npb.relu(x)
+    got = npb._relu(x)
     assert got.dtype == x.dtype and got.shape == x.shape
     assert np.array_equal(got.view(bits), want.view(bits))
     assert got is not x and not np.shares_memory(got, x) and got.flags.writeable
     x2 = x.reshape(1, -1) if n % 2 else x.reshape(2, -1)  # (any C-contiguous shape)
-    assert np.array_equal(npb.relu(x2).reshape(-1).view(bits), want.view(bits))
+    assert np.array_equal(npb._relu(x2).reshape(-1).view(bits), want.view(bits))
 
 
 def test_relu_fast_fallbacks():
@@ -53,7 +53,7 @@ def test_relu_fast_fallbacks():
     for a in (x.T, x[::2], rng.integers(-5, 5, 3 * ROW).astype(np.int32),
               x.astype(np.float16), np.zeros((0, 5), np.float32)):
         want = npb.binary("maximum", a, a.dtype.type(0))
-        got = npb.relu(a)
+        got = npb._relu(a)
         assert got.dtype == want.dtype and np.array_equal(got, want)
     assert not npb._RELU_ZEROS[np.dtype(np.float32)].flags.writeable
 

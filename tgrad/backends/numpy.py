@@ -864,8 +864,9 @@ for _z in _RELU_ZEROS.values():
     _z.flags.writeable = False
 
 
-def relu(x: np.ndarray) -> np.ndarray:
-    """max(x, 0) (a fresh array), bit for bit binary("maximum", x, 0): +0 for -0.0, x's
+def _relu(x: np.ndarray) -> np.ndarray:
+    """max(x, 0) (a fresh array), bit for bit binary("maximum", x, 0) (private: not a
+    primitive every backend must have; elementwise.Relu calls it on the CPU): +0 for -0.0, x's
     NaN for a NaN (np.maximum's rules, the same in both loops: tests/test_relu_cpu_fast.py).
     A C-contiguous float32/float64 x of at least _RELU_ROW elements is taken as rows of
     _RELU_ROW against a read-only zero row (and its tail against the row's head)."""
