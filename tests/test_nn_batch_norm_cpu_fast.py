@@ -203,7 +203,7 @@ def test_batch_norm_blocked_gradcheck_gradgradcheck():
 def test_blocked_batch_norm_scratch_is_kept_and_private():
     """The scratch block comes from (and goes back to) the CPU workspace; no output or
     gradient shares memory with a kept array."""
-    from tgrad.backends._numpy_conv import WORKSPACE
+    from tgrad.backends._workspace import WORKSPACE
     WORKSPACE.clear()
     x, g, w, b = _data((8, 4, 6, 5), np.float32, 6)
     y, mean, var, invstd = _numpy_nn.batch_norm_fwd(x, w, b, None, None, 1e-5)

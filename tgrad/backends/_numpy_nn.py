@@ -18,6 +18,7 @@ import numpy as np
 
 from tgrad.backends._numpy_grid_sample import grid_sample_bwd, grid_sample_fwd
 from tgrad.backends._numpy_sum import _MAX_RUNNING, flat_blocks, float_sum
+from tgrad.backends._workspace import WORKSPACE as _WORKSPACE
 
 __all__ = ["softmax_fwd", "softmax_bwd", "log_softmax_fwd", "log_softmax_bwd",
            "cross_entropy_fwd", "cross_entropy_bwd", "layer_norm_fwd", "layer_norm_bwd",
@@ -295,20 +296,18 @@ def _bn_spans(x: np.ndarray) -> tuple:
     """(spans [(n0, n1), ...] covering the N samples of x (N, C, *), a scratch array
     (block, C, S) of x's dtype for the largest span, taken from the CPU workspace: give it
     back with _bn_give)."""
-    from tgrad.backends._numpy_conv import WORKSPACE  # (numpy.py imports this module)
     n, c = x.shape[:2]
     per = x.size // n
     block = min(n, max(1, _BN_BLOCK // per))
     return ([(i, min(i + block, n)) for i in range(0, n, block)],
-            WORKSPACE.take(_BN_TAG, (block, c, per // c), x.dtype))
+            _WORKSPACE.take(_BN_TAG, (block, c, per // c), x.dtype))
 
 
 def _bn_give(scratch: np.ndarray) -> None:
     """Hand _bn_spans's scratch back to the workspace (its caller drops it). Kept, it is
     not freed and allocated again every call: the CNN step's page faults were the same
     or fewer in every heap layout measured (docs/performance.md, cnn2 session)."""
-    from tgrad.backends._numpy_conv import WORKSPACE
-    WORKSPACE.give(_BN_TAG, scratch)
+    _WORKSPACE.give(_BN_TAG, scratch)
 
 
 _BN_TAG = "batch_norm"
