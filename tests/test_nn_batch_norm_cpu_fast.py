@@ -215,3 +215,40 @@ def test_blocked_batch_norm_scratch_is_kept_and_private():
     y2 = _numpy_nn.batch_norm_fwd(x, w, b, None, None, 1e-5)[0]  # (the kept one reused)
     assert y2.tobytes() == y.tobytes()
     WORKSPACE.clear()
+
+
+def test_blocked_batch_norm_threads_share_the_workspace():
+    """Threads running batch_norm (forward + backward) of one blocked shape at once each
+    take their own scratch block: every result is the sequential one bit for bit, and no
+    output or gradient shares memory with an array kept in the workspace."""
+    import threading
+
+    from tgrad.backends._workspace import WORKSPACE
+
+    def step(x, g, w, b):
+        xt = tgrad.tensor(x, requires_grad=True)
+        wt, bt = tgrad.tensor(w, requires_grad=True), tgrad.tensor(b, requires_grad=True)
+        y = F.batch_norm(xt, None, None, wt, bt, training=True)
+        y.backward(tgrad.tensor(g))
+        return [a.numpy() for a in (y.detach(), xt.grad, wt.grad, bt.grad)]
+
+    data = [_data((16, 4, 24, 24), np.float32, 20 + i) for i in range(4)]
+    want = [[a.tobytes() for a in step(*d)] for d in data]
+    got, errors = {}, []
+
+    def work(i):
+        try:
+            for r in range(5):
+                got[i, r] = step(*data[i])
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(got) == 20
+    kept = [a for arrays in WORKSPACE._kept.values() for a in arrays]
+    for (i, _), outs in got.items():
+        assert [a.tobytes() for a in outs] == want[i]
+        assert not any(np.shares_memory(o, k) for o in outs for k in kept)

@@ -248,3 +248,20 @@ def _brute_force_grad(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
         for j in range(c):
             np.add.at(dx[i, j].reshape(-1), idx[i, j].reshape(-1), 1)
     return dx
+
+
+@pytest.mark.parametrize("taps", [126, 127, 128, 129, 256])
+def test_max_pool_compact_taps_at_the_int8_int32_boundary(monkeypatch, taps):
+    """Windows of 126..256 taps (int8 winning taps up to 127, int32 past them), the
+    maximum on the last tap, ties, NaN: the composite's outputs, indices and gradient,
+    tiled (stride = kernel) and overlapping."""
+    for stride, kind in ((taps, "ties"), (taps, "specials"), (1, "specials")):
+        x = _values((2, 2, 1, 2 * taps + 3), np.float32, kind, taps)
+        x[0, 0, 0, taps - 1] = 9.0  # (the first window's last tap wins)
+        fast, slow = _both(monkeypatch, x, 2, False, True, kernel_size=(1, taps),
+                           stride=(1, stride))
+        assert fast == slow, (taps, stride, kind)
+    x = _values((1, 2, 1, taps), np.float32, "normal", 0)
+    x[0, 0, 0, -1] = 9.0
+    idx = F.max_pool2d(tgrad.tensor(x), (1, taps), return_indices=True)[1]
+    assert idx.numpy()[0, 0, 0, 0] == taps - 1
