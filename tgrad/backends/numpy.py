@@ -19,8 +19,11 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._strides import ellipsis_dims, expand_strides, new_dim_stride, view_strides
+from tgrad.backends._heap import prime_heap as _prime_heap
 from tgrad.backends._numpy_sum import flat_blocks as _flat_blocks
 from tgrad.backends._numpy_sum import float_sum as _float_sum
+
+_prime_heap()  # (glibc keeps the freed heap for reuse: tgrad/backends/_heap.py)
 
 # ---------------------------------------------------------------- quiet floating-point errors
 # PyTorch never warns on inf/nan, so every op runs under np.errstate(all="ignore"). That
