@@ -28,6 +28,16 @@ def _count_calls(monkeypatch, name: str) -> list:
     return calls
 
 
+def _op_then_fast(monkeypatch, run, fast: str | None = None) -> tuple:
+    """(run() on the op path, run() again where the fast path may apply, the calls of
+    _functional's ``fast`` function during the second run (None: not counted))."""
+    with monkeypatch.context() as mp:
+        _force_op_path(mp)
+        ref = run()
+    calls = None if fast is None else _count_calls(monkeypatch, fast)
+    return ref, run(), calls
+
+
 def _bits(t) -> bytes:
     return np.ascontiguousarray(t.numpy(force=True)).tobytes()
 
@@ -104,11 +114,7 @@ def _run_adam(dt, hyper: dict) -> list:
 @pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("hyper", ADAM)
 def test_adam_fast_path_is_bit_identical_to_the_op_path(dt, hyper, monkeypatch):
-    with monkeypatch.context() as mp:
-        _force_op_path(mp)
-        ref = _run_adam(dt, hyper)
-    calls = _count_calls(monkeypatch, "_adam_cpu")
-    got = _run_adam(dt, hyper)
+    ref, got, calls = _op_then_fast(monkeypatch, lambda: _run_adam(dt, hyper), "_adam_cpu")
     assert len(calls) == STEPS * 7  # every parameter took the fast path
     _assert_same(got, ref)
 
@@ -135,11 +141,7 @@ def _run_sgd(dt, hyper: dict) -> list:
 @pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("hyper", SGD)
 def test_sgd_fast_path_is_bit_identical_to_the_op_path(dt, hyper, monkeypatch):
-    with monkeypatch.context() as mp:
-        _force_op_path(mp)
-        ref = _run_sgd(dt, hyper)
-    calls = _count_calls(monkeypatch, "_sgd_cpu")
-    got = _run_sgd(dt, hyper)
+    ref, got, calls = _op_then_fast(monkeypatch, lambda: _run_sgd(dt, hyper), "_sgd_cpu")
     # the first step creates the momentum buffers on the op path
     assert len(calls) == (STEPS - (hyper["momentum"] != 0)) * 7
     _assert_same(got, ref)
@@ -186,11 +188,7 @@ def _run_mixed_adam() -> list:
 
 
 def test_mixed_group_falls_back_per_parameter(monkeypatch):
-    with monkeypatch.context() as mp:
-        _force_op_path(mp)
-        ref = _run_mixed_adam()
-    calls = _count_calls(monkeypatch, "_adam_cpu")
-    got = _run_mixed_adam()
+    ref, got, calls = _op_then_fast(monkeypatch, _run_mixed_adam, "_adam_cpu")
     assert len(calls) == STEPS * 2  # only the two plain real parameters
     _assert_same(got, ref)
 
@@ -230,10 +228,7 @@ def _model_run(make_opt, dt) -> list:
     lambda ps: optim.SGD(ps, lr=1e-2, momentum=0.9, dampening=0.1, maximize=True),
 ], ids=["adam", "adam-ams-wd-max", "adamw-ams", "sgd-nesterov", "sgd-damp-max"])
 def test_optimizers_fast_path_bit_identical(dt, make_opt, monkeypatch):
-    with monkeypatch.context() as mp:
-        _force_op_path(mp)
-        ref = _model_run(make_opt, dt)
-    got = _model_run(make_opt, dt)
+    ref, got, _ = _op_then_fast(monkeypatch, lambda: _model_run(make_opt, dt))
     _assert_same(got, ref)
 
 
@@ -251,11 +246,7 @@ def _run_expanded_grad_adam() -> list:
 
 
 def test_expanded_gradient(monkeypatch):
-    with monkeypatch.context() as mp:
-        _force_op_path(mp)
-        ref = _run_expanded_grad_adam()
-    calls = _count_calls(monkeypatch, "_adam_cpu")
-    got = _run_expanded_grad_adam()
+    ref, got, calls = _op_then_fast(monkeypatch, _run_expanded_grad_adam, "_adam_cpu")
     assert len(calls) == STEPS
     _assert_same(got, ref)
     assert np.all(got[-1].numpy() == np.float32(0.25))
@@ -286,10 +277,7 @@ def test_adam_step_tensors_of_other_kinds_count_as_the_op_path(make_step, monkey
         for gs in case.grads:
             _functional.adam(case.params, gs, m, v, vmax, steps, **ADAM[0])
         return case.tensors() + m + v + steps
-    with monkeypatch.context() as mp:
-        _force_op_path(mp)
-        ref = run()
-    got = run()
+    ref, got, _ = _op_then_fast(monkeypatch, run)
     _assert_same(got, ref)
     assert got[-1].item() == STEPS
 
@@ -317,11 +305,7 @@ def test_adam_fast_path_keeps_the_op_paths_nan_signs_on_one_element(dt, hyper, m
         for g in gs:
             _functional.adam(ps, g, m, v, vmax, steps, **hyper)
         return ps + m + v + (vmax if hyper["amsgrad"] else []) + steps
-    with monkeypatch.context() as mp:
-        _force_op_path(mp)
-        ref = run()
-    calls = _count_calls(monkeypatch, "_adam_cpu")
-    got = run()
+    ref, got, calls = _op_then_fast(monkeypatch, run, "_adam_cpu")
     assert len(calls) == 6 * 4
     _assert_same(got, ref)
 
@@ -335,11 +319,7 @@ def test_sgd_fast_path_keeps_the_op_paths_nan_signs_on_one_element(dt, hyper, mo
         for g in gs:
             _functional.sgd(ps, g, bufs, **hyper)
         return ps + bufs
-    with monkeypatch.context() as mp:
-        _force_op_path(mp)
-        ref = run()
-    calls = _count_calls(monkeypatch, "_sgd_cpu")
-    got = run()
+    ref, got, calls = _op_then_fast(monkeypatch, run, "_sgd_cpu")
     assert len(calls) == (6 - (hyper["momentum"] != 0)) * 4
     _assert_same(got, ref)
 
