@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
+from interpreted import run_json
 
 import tgrad
 import tgrad.nn.functional as F
@@ -950,10 +951,6 @@ def test_cross_entropy_mean_of_zero_total_weight_with_kept_rows():
 
 def test_cross_entropy_zero_total_weight_on_interpreted_cuda():
     pytest.importorskip("triton")
-    import os
-    import sys
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from interpreted import run_json
     res = run_json("""
 import json, numpy as np, tgrad, tgrad.nn.functional as F
 x0 = np.random.default_rng(6).standard_normal((3, 4))
