@@ -108,14 +108,15 @@ def _layout(sizes: list | None, shape: tuple) -> tuple:
 # at small sizes a step's time is the calls' overhead, not their arithmetic.
 class _Plan:
     """The steps of one direction: ``order`` (the forward's), per step t ``rows[t]`` (its
-    rows of gi / out) and the rows of the state buffer (``_state``) it reads h_{t-1} /
-    c_{t-1} from (``reads[t]``) and writes h_t / c_t to (``writes[t]``). uniform (every
+    rows of gi / out), and ``steps``: per step in ``order`` (rows, reads, writes, b_t),
+    reads / writes the rows of the state buffer (``_state``) it reads h_{t-1} / c_{t-1}
+    from and writes h_t / c_t to. uniform (every
     b_t = B): the buffer keeps every step's state, block k = rows [k B, (k + 1) B); step t
     reads block t and writes t + 1 (reverse: reads t + 1, writes t), so h_{t-1} and out are
     views of it, no copies. Else (packed, b_t varied) it is the (B, .) state, its rows
     [:b_t] updated in place, and the loops copy h_{t-1}, c_{t-1} and out per step."""
 
-    __slots__ = ("order", "rows", "reads", "writes", "uniform", "bsz", "reverse")
+    __slots__ = ("order", "rows", "uniform", "bsz", "reverse", "steps")
 
     def __init__(self, sizes: list, offs: list, bsz: int, reverse: bool) -> None:
         steps, rev = len(sizes), int(reverse)
@@ -125,9 +126,11 @@ class _Plan:
         self.bsz, self.reverse = bsz, reverse
         if self.uniform:
             blk = [slice(k * bsz, (k + 1) * bsz) for k in range(steps + 1)]
-            self.reads, self.writes = blk[rev:steps + rev], blk[1 - rev:steps + 1 - rev]
+            reads, writes = blk[rev:steps + rev], blk[1 - rev:steps + 1 - rev]
         else:
-            self.reads = self.writes = [slice(0, b) for b in sizes]
+            reads = writes = [slice(0, b) for b in sizes]
+        self.steps = [(self.rows[t], reads[t], writes[t], sizes[t])
+                      for t in self.order]
 
 
 def _state(x0, plan: _Plan, dt) -> tuple:
@@ -205,6 +208,14 @@ def _forward(mode: str, gi, sizes: list, offs: list, h0, c0, w_hh, b_hh, w_hr,
     return out, _final(hx, plan), c_n, ws
 
 
+def _gh_into(h, w_t, bias, out):
+    """out <- h w_hh^T (+ the bias rows): the per-step path's Addmm (matmul, then + bias)."""
+    np.matmul(h, w_t, out=out)
+    if bias is not None:
+        np.add(out, bias, out=out)
+    return out
+
+
 def _gates(buf, b: int, k: int, hs: int):
     """A contiguous (k, b, H) view of the start of a flat buffer (a step's gates, gate-major:
     each gate's (b, H) block contiguous, so the elementwise calls run on whole blocks)."""
@@ -231,8 +242,7 @@ def _lstm_loop(gi, plan: _Plan, hx, hp, out, c0, w_hh, b_hh, w_hr, ws):
     cell), g = tanh(A_g) into S's g block; c' = f c + i g, tc = tanh(c'), h' = o tc (then
     h' w_hr^T with a projection). ws (when kept) gets cp (c_{t-1}, (sum b_t, H)), act =
     [i, f, g, o, tc] gate-major (5, sum b_t, H) and hr (the unprojected h'); -> c_n."""
-    order, rows_l, reads, writes, uniform = (plan.order, plan.rows, plan.reads, plan.writes,
-                                             plan.uniform)
+    uniform = plan.uniform
     dt, total, bsz = gi.dtype, gi.shape[0], plan.bsz
     hs = w_hh.shape[0] // 4
     w_t = w_hh.T  # (the per-step path's w_hh.t() view: the same BLAS operand)
@@ -246,9 +256,7 @@ def _lstm_loop(gi, plan: _Plan, hx, hp, out, c0, w_hh, b_hh, w_hr, ws):
             np.empty(4 * bsz * hs, dt), np.empty((bsz, hs), dt), np.empty((bsz, hs), dt),
             np.empty((bsz, hs), dt))
     cache = {}  # b -> the scratch views of a step of b rows
-    for t in order:
-        rows, rd, wr = rows_l[t], reads[t], writes[t]
-        b = rows.stop - rows.start
+    for rows, rd, wr, b in plan.steps:
         v = cache.get(b)
         if v is None:
             v = cache[b] = _lstm_scratch(bufs, b, hs)
@@ -257,10 +265,7 @@ def _lstm_loop(gi, plan: _Plan, hx, hp, out, c0, w_hh, b_hh, w_hr, ws):
         if keep and not uniform:
             hp[rows] = hin
             cp[rows] = cin
-        np.matmul(hin, w_t, out=a)  # Addmm: matmul, then + bias
-        if bias is not None:
-            np.add(a, bias, out=a)
-        np.add(gi[rows], a, out=a)
+        np.add(gi[rows], _gh_into(hin, w_t, bias, a), out=a)
         np.copyto(aa, _by_gate(a, 4, hs))  # (gate-major)
         _sigmoid_into(aa, s)  # (its g block then overwritten by tanh)
         np.tanh(aa[2], out=s[2])
@@ -287,8 +292,7 @@ def _gru_loop(gi, plan: _Plan, hx, hp, out, w_hh, b_hh, ws) -> None:
     [r z] = sigmoid(gi_rz + gh_rz), n = tanh(gi_n + r gh_n), h' = n + z (h - n) (gh = h
     w_hh^T + b_hh); ws (when kept) gets rzn = [r, z, n] gate-major (3, sum b_t, H) and
     ghn = gh's n block (sum b_t, H)."""
-    order, rows_l, reads, writes, uniform = (plan.order, plan.rows, plan.reads, plan.writes,
-                                             plan.uniform)
+    uniform = plan.uniform
     dt, total, bsz = gi.dtype, gi.shape[0], plan.bsz
     hs = w_hh.shape[0] // 3
     w_t = w_hh.T
@@ -299,9 +303,7 @@ def _gru_loop(gi, plan: _Plan, hx, hp, out, w_hh, b_hh, ws) -> None:
             np.empty((bsz, hs), dt), np.empty((bsz, hs), dt), np.empty((bsz, hs), dt))
     cache = {}  # b -> the scratch views of a step of b rows
     z2 = 2 * hs
-    for t in order:
-        rows, rd, wr = rows_l[t], reads[t], writes[t]
-        b = rows.stop - rows.start
+    for rows, rd, wr, b in plan.steps:
         v = cache.get(b)
         if v is None:
             v = cache[b] = _gru_scratch(bufs, b, hs)
@@ -309,9 +311,7 @@ def _gru_loop(gi, plan: _Plan, hx, hp, out, w_hh, b_hh, ws) -> None:
         hin, hout, gt = hx[rd], hx[wr], gi[rows]
         if keep and not uniform:
             hp[rows] = hin
-        np.matmul(hin, w_t, out=a)
-        if bias is not None:
-            np.add(a, bias, out=a)
+        _gh_into(hin, w_t, bias, a)
         np.add(_by_gate(gt[:, :z2], 2, hs), a_rz, out=rz)  # (gate-major)
         _sigmoid_into(rz, rz)
         gn = ghn[rows] if keep else ghs
@@ -339,17 +339,13 @@ def _gru_scratch(bufs: tuple, b: int, hs: int) -> tuple:
 def _rnn_loop(gi, plan: _Plan, hx, hp, out, w_hh, b_hh, relu: bool) -> None:
     """h' = tanh (or relu) of gi + (h w_hh^T + b_hh) per step, into the state buffer (and
     h_{t-1} into hp where not uniform and kept)."""
-    rows_l, reads, writes, uniform = plan.rows, plan.reads, plan.writes, plan.uniform
+    uniform = plan.uniform
     w_t, zero = w_hh.T, gi.dtype.type(0)
     gh = np.empty((plan.bsz, w_hh.shape[0]), gi.dtype)
-    for t in plan.order:
-        rows, rd, wr = rows_l[t], reads[t], writes[t]
-        b = rows.stop - rows.start
+    for rows, rd, wr, b in plan.steps:
         if hp is not None and not uniform:
             hp[rows] = hx[rd]
-        a = np.matmul(hx[rd], w_t, out=gh[:b])
-        if b_hh is not None:
-            np.add(a, b_hh[:b], out=a)
+        a = _gh_into(hx[rd], w_t, None if b_hh is None else b_hh[:b], gh[:b])
         np.add(gi[rows], a, out=a)
         if relu:
             np.maximum(a, zero, out=hx[wr])
