@@ -6,6 +6,9 @@ step, best of ``--repeat`` rounds of ``--inner`` steps after ``--inner`` warm-up
     cnn_sgd   Conv2d(3, 16, 3, p=1)-BatchNorm2d-ReLU-MaxPool2d(2), Conv2d(16, 32, 3, p=1)-
               BatchNorm2d-ReLU-MaxPool2d(2), Flatten, Linear(2048, 10); batch 32 of 3x32x32
               float32, cross_entropy, SGD (lr 1e-2, momentum 0.9)
+    tfm_adamw Embedding(1000, 128), 2 x TransformerEncoderLayer(128, 4 heads, ffn 256, gelu,
+              dropout 0.1, batch_first), Linear(128, 1000); batch 16 of 32 tokens,
+              cross_entropy over the 512 tokens, AdamW (lr 1e-3)
 
     python perf/bench_train_cpu.py                          # table + perf/out/bench_train_cpu.json
     OPENBLAS_NUM_THREADS=1 python perf/bench_train_cpu.py --compare torch --out ''
@@ -53,7 +56,31 @@ def _cnn_sgd(lib, rng):
     return model, opt, x, y
 
 
-CASES = {"mlp_adam": _mlp_adam, "cnn_sgd": _cnn_sgd}
+def _tfm_adamw(lib, rng):
+    nn = lib.nn
+    lib.manual_seed(0)
+    vocab, width = 1000, 128
+
+    class TinyTransformer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, width)
+            layer = nn.TransformerEncoderLayer(width, 4, 256, dropout=0.1, batch_first=True,
+                                               activation="gelu")
+            self.encoder = nn.TransformerEncoder(layer, 2)
+            self.head = nn.Linear(width, vocab)
+
+        def forward(self, tokens):  # (16, 32) -> logits (16 * 32, vocab)
+            return self.head(self.encoder(self.embed(tokens))).reshape(-1, vocab)
+
+    model = TinyTransformer()
+    opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
+    x = lib.tensor(rng.integers(0, vocab, (16, 32)))
+    y = lib.tensor(rng.integers(0, vocab, 16 * 32))
+    return model, opt, x, y
+
+
+CASES = {"mlp_adam": _mlp_adam, "cnn_sgd": _cnn_sgd, "tfm_adamw": _tfm_adamw}
 
 
 def step_ms(lib, case: str, repeat: int, inner: int) -> float:
