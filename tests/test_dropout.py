@@ -1,6 +1,6 @@
 """F.dropout as one op whose backward regenerates its mask (nothing stored).
 
-CPU: state is a 64-bit Philox key drawn from tgrad's generator (tgrad/backends/_numpy_nn.py);
+CPU: state is a 64-bit SFC64 key drawn from tgrad's generator (tgrad/backends/_numpy_nn.py);
 cuda (Triton's interpreter, in a subprocess): state is the Philox (seed, offset) of
 tgrad/kernels/dropout.py. References: the mask read off the forward output (x has no zeros),
 NumPy float64 arithmetic, and finite differences (gradcheck / gradgradcheck in float64 with
@@ -86,6 +86,20 @@ def test_gradcheck_and_gradgradcheck_with_one_mask():
     assert gx.grad_fn.name() == "NativeDropoutBackwardBackward0"
     (gv,) = tgrad.autograd.grad(gx.sum(), v)  # the backward's backward: the same mask
     np.testing.assert_array_equal(_np(gv), _np(gx))
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (17,), (3, 5), (2, 0, 3)])
+def test_cpu_mask_is_the_documented_sfc64_words(shape):
+    """docs/backends.md: element i (row-major) is kept when the i-th uint32 word of
+    SFC64(key).random_raw(ceil(n / 2)) is >= ceil(p 2^32)."""
+    p = 0.3
+    rng = np.random.default_rng(8)
+    x = tgrad.tensor(_nonzero(rng, *shape), dtype=D, requires_grad=True)
+    y = F.dropout(x, p)
+    n = int(np.prod(shape))
+    words = np.random.SFC64(y.grad_fn.state).random_raw((n + 1) // 2).view(np.uint32)[:n]
+    keep = (words.astype(np.int64) >= int(np.ceil(p * 2.0**32))).reshape(shape)
+    np.testing.assert_array_equal(_np(y), np.where(keep, _np(x) * (1.0 / (1.0 - p)), 0.0))
 
 
 def test_non_contiguous_input_uses_the_logical_order():

@@ -852,7 +852,7 @@ _linear_in_autocast = autocast_policy("lower")(_linear)
 class Dropout(Function):
     """y = x m / (1 - p), m_i = [u_i >= p] with u_i uniform from tgrad's generator.
     The mask is never stored: the backend returns a small ``state`` from which it
-    regenerates m (GPU: the Philox (seed, offset); CPU: a 64-bit Philox key, see
+    regenerates m (GPU: the Philox (seed, offset); CPU: a 64-bit SFC64 key, see
     tgrad/backends/_numpy_nn.py). backward: dx = dropout_backward(g, p, state) = g m / (1-p).
     Shapes: x, y, g, dx all the same shape; p a float in [0, 1]."""
 
