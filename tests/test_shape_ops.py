@@ -598,6 +598,51 @@ def test_matmul_plain_backward_matches_numpy_and_composite():
         np.testing.assert_array_equal(grads[0][0], grads[1][0])
 
 
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+@pytest.mark.parametrize("case", ["bmm", "4d_views", "broadcast", "empty"])
+def test_batched_matmul_plain_backward_matches_composite(case, dtype):
+    """A plain backward of a batched product over one batch shape (bmm, attention's 4-D
+    products of permuted views) runs the backend's batched matmul on the arrays: bit for bit
+    what the composite (create_graph=True) gives, and NumPy float64's values; a broadcast
+    batch keeps the composite (its gradient summed over the broadcast dims)."""
+    rng = np.random.default_rng(8)
+    rtol = {np.float64: 1e-12, np.float32: 1e-5, np.float16: 2e-2}[dtype]
+    if case == "bmm":
+        a_np, b_np = rng.standard_normal((3, 5, 7)), rng.standard_normal((3, 7, 2))
+    elif case == "4d_views":  # (N, H, L, hd) heads of a (L, N, 3, H, hd) projection
+        proj = rng.standard_normal((5, 2, 3, 3, 4))
+        a_np, b_np = proj[:, :, 0].transpose(1, 2, 0, 3), proj[:, :, 1].transpose(1, 2, 3, 0)
+    elif case == "broadcast":
+        a_np, b_np = rng.standard_normal((2, 1, 5, 3)), rng.standard_normal((1, 3, 3, 4))
+    else:
+        a_np, b_np = rng.standard_normal((0, 3, 5, 7)), rng.standard_normal((0, 3, 7, 2))
+    a_np, b_np = a_np.astype(dtype), b_np.astype(dtype)
+    g_np = rng.standard_normal(np.matmul(a_np, b_np).shape).astype(dtype)
+    grads = []
+    for create_graph in (False, True):
+        if case == "4d_views":  # the operands read in place: permuted views of one leaf
+            base = tgrad.tensor(proj.astype(dtype), requires_grad=True)
+            a, b = base[:, :, 0].permute(1, 2, 0, 3), base[:, :, 1].permute(1, 2, 3, 0)
+            assert not a.is_contiguous() and not b.is_contiguous()
+        else:
+            a = tgrad.tensor(a_np, requires_grad=True)
+            b = tgrad.tensor(b_np, requires_grad=True)
+        ga, gb = tgrad.autograd.grad(a @ b, (a, b), tgrad.tensor(g_np),
+                                     create_graph=create_graph)
+        grads.append([x.detach().numpy() for x in (ga, gb)])
+    a64, b64, g64 = (x.astype(np.float64) for x in (a_np, b_np, g_np))
+    want_a = np.matmul(g64, np.swapaxes(b64, -1, -2))
+    want_b = np.matmul(np.swapaxes(a64, -1, -2), g64)
+    if case == "broadcast":
+        want_a, want_b = want_a.sum(1, keepdims=True), want_b.sum(0, keepdims=True)
+    for ga, gb in grads:
+        assert ga.shape == a_np.shape and gb.shape == b_np.shape
+        np.testing.assert_allclose(ga.astype(np.float64), want_a, rtol=rtol, atol=rtol)
+        np.testing.assert_allclose(gb.astype(np.float64), want_b, rtol=rtol, atol=rtol)
+    np.testing.assert_array_equal(grads[0][0], grads[1][0])
+    np.testing.assert_array_equal(grads[0][1], grads[1][1])
+
 # ------------------------------------------------- differential-test fixes (PyTorch 2.13)
 def test_same_shape_expand_under_no_grad_is_a_new_view():
     x = tgrad.zeros(2, 3)

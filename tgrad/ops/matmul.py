@@ -92,6 +92,16 @@ def _product_grads(g: Tensor, a, b, need_a: bool, need_b: bool, a_shape: tuple,
             gb = wrap(be.permute(be.matmul(be.permute(g._data, _T), a._data), _T) if tb else
                       be.matmul(be.permute(a._data, _T), g._data), dev)
         return ga, gb
+    if len(a_shape) > 2 and a_shape[:-2] == b_shape[:-2] and len(b_shape) == len(a_shape) \
+            and not differentiable_formula() and profiler_hooks.ACTIVE is None:
+        # The same for a batch of products over one batch shape (bmm, attention's 4-D
+        # products): nothing is summed over a broadcast batch; the backend's batched matmul
+        # of the arrays as they lie (matmul's expand + reshape views are the same matrices)
+        be, dev = backend_of(g), g.device
+        swap = tuple(range(len(a_shape) - 2)) + (len(a_shape) - 1, len(a_shape) - 2)
+        ga = wrap(be.matmul(g._data, be.permute(b._data, swap)), dev) if need_a else None
+        gb = wrap(be.matmul(be.permute(a._data, swap), g._data), dev) if need_b else None
+        return ga, gb
     ga = gb = None
     if need_a:
         ga = matmul(b, g.mT).mT if ta else _summed_product(g, b.mT, a_shape)
