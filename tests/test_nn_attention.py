@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from interpreted import run_json
 
 import tgrad
 import tgrad.nn as nn
@@ -309,3 +310,214 @@ def test_module_add_bias_kv_and_zero_attn():
     q = tgrad.tensor(rng.standard_normal((2, 1, 4)), requires_grad=True)
     assert tgrad.autograd.gradcheck(lambda a: m(a, a, a)[0], (q,))
     assert tgrad.autograd.gradcheck(lambda a: m(a, a, a, need_weights=False)[0], (q,))
+
+
+# ------------------------------------------- packed in-projections (query is key is value)
+def _graph_names(y) -> list:
+    """The names of the nodes of y's graph (each node once)."""
+    seen, stack, names = set(), [y.grad_fn], []
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        names.append(type(node).__name__)
+        stack.extend(nxt for nxt, _ in node.next_functions)
+    return names
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("need_weights", [True, False])
+@pytest.mark.parametrize("masks", [False, True])
+def test_packed_self_attention_matches_numpy_and_the_unpacked_path(batch_first, need_weights,
+                                                                   masks):
+    """One tensor as query, key and value takes one (L N, 3E) in-projection (PyTorch's
+    _in_projection_packed): the NumPy float64 values, and the values and gradients of three
+    copies of it (three projections) up to rounding."""
+    rng = np.random.default_rng(11)
+    m = _module(batch_first=batch_first)
+    x = rng.standard_normal((5, 3, 8))  # (L, N, E), odd sizes
+    kpm = np.zeros((3, 5), dtype=bool)
+    kpm[1, [1, 3]] = True  # (every query keeps key 0: no row without keys)
+    am = np.triu(np.ones((5, 5), dtype=bool), 1)
+    kw = {"key_padding_mask": tgrad.tensor(kpm), "attn_mask": tgrad.tensor(am)} if masks \
+        else {}
+    xin = x.transpose(1, 0, 2) if batch_first else x
+    t = tgrad.tensor(xin, requires_grad=True)
+    out, w = m(t, t, t, need_weights=need_weights, **kw)
+    copies = [tgrad.tensor(xin, requires_grad=True) for _ in range(3)]
+    out3, w3 = m(*copies, need_weights=need_weights, **kw)
+    ref_out, ref_w = _np_mha(m, x, x, x, kpm if masks else None, am if masks else None)
+    got = out.detach().numpy()
+    np.testing.assert_allclose(got.transpose(1, 0, 2) if batch_first else got, ref_out,
+                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got, out3.detach().numpy(), rtol=1e-13, atol=1e-13)
+    if need_weights:
+        np.testing.assert_allclose(w.detach().numpy(), ref_w, rtol=1e-12, atol=1e-12)
+    else:
+        assert w is None and w3 is None
+    g = tgrad.tensor(rng.standard_normal(out.shape))
+    (gx,) = tgrad.autograd.grad(out, (t,), g)
+    g3 = tgrad.autograd.grad(out3, copies, g)
+    np.testing.assert_allclose(gx.numpy(), sum(c.numpy() for c in g3), rtol=1e-12,
+                               atol=1e-12)
+
+
+def test_packed_projections_graph():
+    """Self-attention: one AddmmBackward0 for the in-projection (and one for out_proj), its
+    q, k, v one UnbindBackward0 of it, no slices of in_proj_weight; key is value: one
+    product for q and one for k and v, in_proj_weight / in_proj_bias split once each; the
+    softmax of unmasked scores without the safe softmax's wheres (CPU)."""
+    m = _module(batch_first=True)
+    x = tgrad.tensor(np.random.default_rng(12).standard_normal((2, 3, 8)), requires_grad=True)
+    for need_weights in (False, True):
+        names = _graph_names(m(x, x, x, need_weights=need_weights)[0])
+        assert names.count("AddmmBackward0") == 2 and names.count("UnbindBackward0") == 1
+        assert names.count("BmmBackward0") == 2 and names.count("CloneBackward0") == 2
+        for absent in ("MmBackward0", "SliceBackward0", "WhereBackward0", "ExpandBackward0"):
+            assert absent not in names
+    mem = tgrad.tensor(np.random.default_rng(13).standard_normal((2, 4, 8)))
+    names = _graph_names(m(x, mem, mem, need_weights=False)[0])  # q: linear's mm + add
+    assert names.count("AddmmBackward0") == 2 and names.count("MmBackward0") == 1
+    assert names.count("UnbindBackward0") == 1
+    assert names.count("SplitWithSizesBackward0") == 2 and "SliceBackward0" not in names
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+@pytest.mark.parametrize("kind", ["self", "kv", "bias_kv_zero_attn", "unbatched"])
+def test_packed_projections_gradcheck_and_gradgradcheck(kind, need_weights):
+    """Gradients (and double backward: the create_graph path) of the packed projections in
+    float64 w.r.t. the input(s) and in_proj_weight / in_proj_bias, with a float mask and a
+    key padding mask."""
+    rng = np.random.default_rng(14)
+    e, h, n, tgt, src = 4, 2, 2, 3, 2
+
+    def leaf(*shape):
+        return tgrad.tensor(rng.standard_normal(shape), requires_grad=True)
+
+    w_in, b_in, wo, bo = leaf(3 * e, e), leaf(3 * e), leaf(e, e), leaf(e)
+    bk = bv = None
+    if kind == "bias_kv_zero_attn":
+        bk, bv = leaf(1, 1, e), leaf(1, 1, e)
+    kpm = tgrad.tensor(np.array([[False, True], [False, False]]))
+    masks = {}
+    if kind == "kv":
+        masks = {"key_padding_mask": kpm,
+                 "attn_mask": tgrad.tensor(rng.standard_normal((tgt, src)))}
+    elif kind == "self":
+        masks = {"attn_mask": tgrad.tensor(rng.standard_normal((n * h, tgt, tgt)))}
+
+    def mha(q, kv, w, b):
+        k = q if kind != "kv" else kv
+        out, weights = F.multi_head_attention_forward(
+            q, k, k, e, h, w, b, bk, bv, kind == "bias_kv_zero_attn", 0.0, wo, bo,
+            need_weights=need_weights, **masks)
+        return out if weights is None else (out, weights)
+
+    q = leaf(tgt, e) if kind == "unbatched" else leaf(tgt, n, e)
+    kv = leaf(src, n, e)
+    args = (q, kv, w_in, b_in)
+    assert tgrad.autograd.gradcheck(mha, args)
+    assert tgrad.autograd.gradgradcheck(mha, args)
+
+
+def test_packed_self_attention_static_kv_and_empty():
+    """static_k / static_v replace the packed projection's keys and values (its q is
+    used); empty sequences and batches go through."""
+    rng = np.random.default_rng(15)
+    tgt, n, e, h = 3, 2, 6, 3
+    hd = e // h
+    x = tgrad.tensor(rng.standard_normal((tgt, n, e)))
+    w_in, wo = rng.standard_normal((3 * e, e)), rng.standard_normal((e, e))
+    sk, sv = rng.standard_normal((n * h, 4, hd)), rng.standard_normal((n * h, 4, hd))
+    t = tgrad.tensor
+    out, _ = F.multi_head_attention_forward(
+        x, x, x, e, h, t(w_in), None, None, None, False, 0.0, t(wo), None,
+        static_k=t(sk), static_v=t(sv))
+    qh = (x.numpy() @ w_in[:e].T).reshape(tgt, n * h, hd).transpose(1, 0, 2)
+    attn, _ = _np_attention(qh, sk, sv, hd)
+    ref = attn.transpose(1, 0, 2).reshape(tgt, n, e) @ wo.T
+    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-12, atol=1e-12)
+    m = _module(batch_first=True)
+    for shape in ((0, 3, 8), (2, 0, 8)):
+        z = tgrad.zeros(shape, dtype=tgrad.float64, requires_grad=True)
+        for need_weights in (True, False):
+            y, _ = m(z, z, z, need_weights=need_weights)
+            assert y.shape == shape
+            (gz,) = tgrad.autograd.grad(y.sum(), (z,))
+            assert gz.shape == shape
+
+
+# ------------------------------------------------- the safe softmax's wheres on the CPU
+def _where_safe_softmax(scores):
+    """The safe softmax written with its two wheres (the path the CPU skips when no row is
+    all -inf)."""
+    empty = (scores == float("-inf")).all(-1, keepdim=True)
+    return tgrad.where(empty, 0.0, F.softmax(tgrad.where(empty, 0.0, scores), -1))
+
+
+@pytest.mark.parametrize("dtype", [tgrad.float32, tgrad.float64])
+def test_safe_softmax_without_empty_rows_is_the_where_composition_bit_for_bit(dtype):
+    from tgrad.nn._attention import safe_softmax
+    rng = np.random.default_rng(16)
+    s = rng.standard_normal((2, 3, 5, 7))
+    s[0, 1, 2, :3] = -np.inf  # some -inf, no row all -inf
+    for arr in (rng.standard_normal((2, 3, 5, 7)), s):
+        x = tgrad.tensor(arr, dtype=dtype, requires_grad=True)
+        g = tgrad.tensor(rng.standard_normal(arr.shape), dtype=dtype)
+        got, want = safe_softmax(x), _where_safe_softmax(x)
+        np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+        np.testing.assert_array_equal(tgrad.autograd.grad(got, (x,), g)[0].numpy(),
+                                      tgrad.autograd.grad(want, (x,), g)[0].numpy())
+
+
+def test_safe_softmax_rows_all_minus_inf_and_nan_keep_the_wheres():
+    """A row that is all -inf gives 0 and no gradient with no mask at all (infinite
+    inputs), also next to a NaN row (its NaN kept), and with a float mask of -inf."""
+    from tgrad.nn._attention import safe_softmax
+    s = np.random.default_rng(17).standard_normal((2, 4, 3))
+    s[0, 1] = -np.inf
+    s[1, 2, 0] = np.nan
+    x = tgrad.tensor(s, requires_grad=True)
+    y = safe_softmax(x)
+    want = _where_safe_softmax(tgrad.tensor(s)).numpy()
+    np.testing.assert_array_equal(y.detach().numpy(), want)
+    assert not y.detach().numpy()[0, 1].any() and np.isnan(y.detach().numpy()[1, 2]).all()
+    (gx,) = tgrad.autograd.grad(y, (x,), tgrad.ones(2, 4, 3, dtype=tgrad.float64))
+    assert not gx.numpy()[0, 1].any()
+    q = tgrad.tensor(np.ones((1, 2, 2)))
+    k = tgrad.tensor(np.array([[[np.inf, 1.0], [np.inf, 1.0]]]))  # scores +inf: NaN rows
+    kneg = tgrad.tensor(np.array([[[-np.inf, 1.0], [-np.inf, 1.0]]]))  # scores -inf: 0
+    assert np.isnan(F.scaled_dot_product_attention(q, k, q).numpy()).all()
+    assert not F.scaled_dot_product_attention(q, kneg, q).numpy().any()
+
+
+def test_encoder_layer_and_packed_attention_on_interpreted_cuda():
+    """The packed projections, the 4-D heads and the attention's products on the emulated
+    cuda device (safe softmax with its wheres there): the CPU's values and gradients, and a
+    double backward through the packed self-attention."""
+    pytest.importorskip("triton")
+    res = run_json("""
+import json, numpy as np, tgrad, tgrad.nn as nn, tgrad.nn.functional as F
+rng = np.random.default_rng(18)
+x0 = rng.standard_normal((2, 3, 8))
+kpm0 = np.array([[False, False, True], [False, False, False]])
+out = {}
+for dev in ("cpu", "cuda"):
+    tgrad.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(8, 2, 12, dropout=0.0, batch_first=True,
+                                       activation="gelu", dtype=tgrad.float64).to(dev)
+    x = tgrad.tensor(x0, device=dev, requires_grad=True)
+    kpm = tgrad.tensor(kpm0, device=dev)
+    y = layer(x, src_key_padding_mask=kpm)
+    params = [x] + list(layer.parameters())
+    grads = tgrad.autograd.grad((y * y).sum(), params)
+    mha = layer.self_attn
+    a, w = mha(x, x, x, key_padding_mask=kpm)
+    (gx,) = tgrad.autograd.grad((a * a).sum() + w.sum(), (x,), create_graph=True)
+    (ggx,) = tgrad.autograd.grad((gx * gx).sum(), (x,))
+    out[dev] = [t.detach().cpu().numpy().ravel().tolist() for t in (y, a, w, gx, ggx) + grads]
+print(json.dumps(out))
+""")
+    for got, want in zip(res["cuda"], res["cpu"]):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)

@@ -2,12 +2,19 @@
 ``nn.MultiheadAttention`` calls. Inputs (L, N, E) / (S, N, kdim) / (S, N, vdim), or
 unbatched (L, E); masks: bool True = may NOT attend, or float masks added to the scores.
 
-    q, k, v = in-projections (packed in_proj_weight (3E, E), or q/k/v_proj_weight)
+    q, k, v = in-projections (packed in_proj_weight (3E, E), or q/k/v_proj_weight), each
+              viewed as heads (L | S, N, H, hd) and permuted to (N, H, L | S, hd) (views)
     k, v += one row bias_k / bias_v per batch element (add_bias_kv), masks padded by a
             column of zeros; static_k / static_v (N H, S, E/H) replace the projected k / v
     k, v += one all-zero row per head (add_zero_attn), masks padded again
-    weights = softmax(q k^T / sqrt(E/H) + attn_mask + key_padding_mask)   (N H, L, S)
-    out = out_proj(dropout(weights) v)
+    weights = softmax(q k^T / sqrt(E/H) + attn_mask + key_padding_mask)   (N, H, L, S)
+    out = out_proj(dropout(weights) v)       (N, H, L, hd) -> (L N, E): one copy
+
+The in-projection is PyTorch's _in_projection_packed: self-attention (query is key is
+value) one product (L N, E) x (E, 3E) whose q, k, v are one unbind of its (L, N, 3, H, hd)
+view (their gradients stacked back in one copy); key is value one product for q and one
+(S N, 2E) for k and v. (float32: OpenBLAS's product of 3E columns may round differently
+from three of E columns: a few ulp, as PyTorch's one product does.)
 
 ``need_weights=True`` returns the weights (averaged over heads unless
 ``average_attn_weights=False``) from a plain softmax (a row with nothing to attend to gives
@@ -90,34 +97,118 @@ def _check_shapes(query, key, value, key_padding_mask, attn_mask, num_heads) -> 
                          f"{query.ndim}-D query tensor")
 
 
-def _in_projection(query, key, value, in_proj_weight, in_proj_bias, separate, q_w, k_w, v_w):
+def _pieces(t, e: int, count: int) -> tuple:
+    """``t`` (in_proj_weight (3E, E) or in_proj_bias (3E)) split along dim 0 into ``count``
+    pieces: E, E and the rest rows (3), or E and the rest (2: the packed key/value rows).
+    One SplitWithSizesBackward0 node (its backward one cat), where slices would each
+    scatter their gradient into zeros of the full shape."""
+    rows = t.shape[0]
+    sizes = [e] * (count - 1) + [rows - (count - 1) * e]
+    if sizes[-1] < 0:  # (too few rows: the slices, as before; the product refuses them)
+        return tuple(t[i * e:(i + 1) * e if i < count - 1 else rows] for i in range(count))
+    return t.split(sizes)
+
+
+def _as_heads(t, n_pieces: int, heads: int, head_dim: int) -> tuple:
+    """A projection (L, N, n_pieces E) viewed as ``n_pieces`` tensors (L, N, H, hd): one
+    view and one unbind (the pieces' gradients are stacked back in one copy)."""
+    if n_pieces == 1:
+        return (t.reshape(t.shape[0], t.shape[1], heads, head_dim),)
+    return t.reshape(t.shape[0], t.shape[1], n_pieces, heads, head_dim).unbind(2)
+
+
+def _project(x, w, b):
+    """x (L, N, in) -> x W^T + b (L, N, out) as one addmm of x viewed (copied where its
+    layout needs it: a batch_first input's transpose) as (L N, in): AddmmBackward0, not a
+    product and a separate bias add. (For the packed projections, whose gradient is one
+    contiguous stack: the bias gradient sums it in the same order as linear's would.)"""
     from tgrad.nn.functional import linear
+    lead = x.shape[:-1]
+    y = linear(x.reshape(lead[0] * lead[1], x.shape[-1]), w, b)
+    return y.view(lead + y.shape[-1:])
+
+
+def _in_projection(query, key, value, in_proj_weight, in_proj_bias, separate, q_w, k_w, v_w,
+                   heads: int, head_dim: int) -> tuple:
+    """q (L, N, H, hd), k and v (S, N, H, hd): the in-projections viewed as heads.
+
+    As PyTorch's _in_projection_packed: with in_proj_weight, self-attention (query is key
+    is value) runs one product x W^T + b of (L N, 3E) (not three of (L N, E) on slices of
+    W), and key is value one for q and one (S N, 2E) for k and v; other inputs (and
+    q/k/v_proj_weight) one product each."""
+    from tgrad.nn.functional import linear
+    b = in_proj_bias
     if separate:
         if q_w is None or k_w is None or v_w is None:
             raise AssertionError("use_separate_proj_weight is True but q_proj_weight, "
                                  "k_proj_weight or v_proj_weight is None")
-        weights = (q_w, k_w, v_w)
-    else:
-        if in_proj_weight is None:
-            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
-        e = in_proj_weight.shape[0] // 3
-        weights = (in_proj_weight[:e], in_proj_weight[e:2 * e], in_proj_weight[2 * e:])
-    e = weights[0].shape[0]
-    b = in_proj_bias
-    biases = (None, None, None) if b is None else (b[:e], b[e:2 * e], b[2 * e:])
-    return tuple(linear(x, w, bias) for x, w, bias in zip((query, key, value), weights, biases))
+        bq, bk, bv = (None, None, None) if b is None else _pieces(b, q_w.shape[0], 3)
+        return (_as_heads(linear(query, q_w, bq), 1, heads, head_dim)
+                + _as_heads(linear(key, k_w, bk), 1, heads, head_dim)
+                + _as_heads(linear(value, v_w, bv), 1, heads, head_dim))
+    w = in_proj_weight
+    if w is None:
+        raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+    e = w.shape[0] // 3
+    if query is key and key is value:
+        return _as_heads(_project(query, w, b), 3, heads, head_dim)
+    if key is value:
+        wq, wkv = _pieces(w, e, 2)
+        bq, bkv = (None, None) if b is None else _pieces(b, e, 2)
+        return (_as_heads(linear(query, wq, bq), 1, heads, head_dim)
+                + _as_heads(_project(key, wkv, bkv), 2, heads, head_dim))
+    wq, wk, wv = _pieces(w, e, 3)
+    bq, bk, bv = (None, None, None) if b is None else _pieces(b, e, 3)
+    return (_as_heads(linear(query, wq, bq), 1, heads, head_dim)
+            + _as_heads(linear(key, wk, bk), 1, heads, head_dim)
+            + _as_heads(linear(value, wv, bv), 1, heads, head_dim))
 
 
-def _static(t, given, name: str, rows: int, head_dim: int):
-    """(N H, S, head_dim) key/value: the projected ``t`` split into heads, or ``given``."""
+def _heads_first(t, given, name: str, n: int, heads: int, head_dim: int):
+    """(N, H, S, hd) keys/values: the projection ``t`` (S, N, H, hd) permuted (a view), or
+    ``given`` (static_k / static_v, (N H, S, hd)) viewed so."""
     if given is None:
-        return t.reshape(t.shape[0], rows, head_dim).transpose(0, 1)
-    if given.shape[0] != rows:
-        raise AssertionError(f"expecting {name}.size(0) of {rows}, but got {given.shape[0]}")
+        return t.permute(1, 2, 0, 3)
+    if given.shape[0] != n * heads:
+        raise AssertionError(f"expecting {name}.size(0) of {n * heads}, but got "
+                             f"{given.shape[0]}")
     if given.shape[2] != head_dim:
         raise AssertionError(f"expecting {name}.size(2) of {head_dim}, but got "
                              f"{given.shape[2]}")
-    return given
+    return given.reshape(n, heads, given.shape[1], head_dim)
+
+
+def _checked_attn_mask(attn_mask, tgt: int, src: int, rows: int):
+    """attn_mask (L, S) as (1, L, S); (N H, L, S) as is; other shapes refused."""
+    if attn_mask is None:
+        return None
+    if attn_mask.ndim == 2:
+        if tuple(attn_mask.shape) != (tgt, src):
+            raise RuntimeError(f"The shape of the 2D attn_mask is {list(attn_mask.shape)}, "
+                               f"but should be {[tgt, src]}.")
+        return attn_mask.unsqueeze(0)
+    if attn_mask.ndim == 3:
+        if tuple(attn_mask.shape) != (rows, tgt, src):
+            raise RuntimeError(f"The shape of the 3D attn_mask is {list(attn_mask.shape)}, "
+                               f"but should be {[rows, tgt, src]}.")
+        return attn_mask
+    raise RuntimeError(f"attn_mask's dimension {attn_mask.ndim} is not supported")
+
+
+def _score_mask(attn_mask, key_padding_mask, n: int, heads: int, src: int):
+    """The additive mask over the scores (N, H, L, S): attn_mask (1, L, S) as (1, 1, L, S)
+    or (N H, L, S) as (N, H, L, S), plus key_padding_mask (N, S) as (N, 1, 1, S); None
+    when neither is given."""
+    if attn_mask is not None:
+        attn_mask = attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1 else \
+            attn_mask.reshape(n, heads, attn_mask.shape[1], src)
+    if key_padding_mask is None:
+        return attn_mask
+    if tuple(key_padding_mask.shape) != (n, src):
+        raise AssertionError(f"expecting key_padding_mask shape of {(n, src)}, but got "
+                             f"{tuple(key_padding_mask.shape)}")
+    kpm = key_padding_mask.reshape(n, 1, 1, src)
+    return kpm if attn_mask is None else attn_mask + kpm
 
 
 def multi_head_attention_forward(
@@ -129,11 +220,16 @@ def multi_head_attention_forward(
         v_proj_weight=None, static_k=None, static_v=None, average_attn_weights: bool = True,
         is_causal: bool = False) -> tuple:
     """(attn_output (L, N, E), attn_weights (N, L, S) / (N, H, L, S) or None): PyTorch's
-    functional multi-head attention (module docstring)."""
+    functional multi-head attention (module docstring). The heads are computed as
+    (N, H, L, hd) views of the projections (no copy); the output's heads are gathered back
+    to (L N, E) in one copy before out_proj."""
     from tgrad.nn.functional import dropout, linear, softmax
     batched = _check_shapes(query, key, value, key_padding_mask, attn_mask, num_heads)
     if not batched:
-        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        same_kv, same_qk = key is value, query is key  # (packed projections, kept)
+        query = query.unsqueeze(1)
+        key = query if same_qk else key.unsqueeze(1)
+        value = key if same_kv else value.unsqueeze(1)
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask.unsqueeze(0)
     tgt, n, embed_dim = query.shape
@@ -159,69 +255,44 @@ def multi_head_attention_forward(
     attn_mask = _float_mask(attn_mask, dt, "attn_mask")
     q, k, v = _in_projection(query, key, value, in_proj_weight, in_proj_bias,
                              use_separate_proj_weight, q_proj_weight, k_proj_weight,
-                             v_proj_weight)
-    src = key.shape[0]
-    if attn_mask is not None:
-        if attn_mask.ndim == 2:
-            if tuple(attn_mask.shape) != (tgt, src):
-                raise RuntimeError(f"The shape of the 2D attn_mask is {list(attn_mask.shape)}, "
-                                   f"but should be {[tgt, src]}.")
-            attn_mask = attn_mask.unsqueeze(0)
-        elif attn_mask.ndim == 3:
-            want = (n * num_heads, tgt, src)
-            if tuple(attn_mask.shape) != want:
-                raise RuntimeError(f"The shape of the 3D attn_mask is {list(attn_mask.shape)}, "
-                                   f"but should be {list(want)}.")
-        else:
-            raise RuntimeError(f"attn_mask's dimension {attn_mask.ndim} is not supported")
+                             v_proj_weight, num_heads, head_dim)  # (L | S, N, H, hd)
+    rows = n * num_heads
+    attn_mask = _checked_attn_mask(attn_mask, tgt, key.shape[0], rows)
     if bias_k is not None and bias_v is not None:
         if static_k is not None or static_v is not None:
             raise AssertionError("bias cannot be added to static key." if static_k is not None
                                  else "bias cannot be added to static value.")
-        k = cat([k, bias_k.reshape(1, 1, embed_dim).expand(1, n, embed_dim)])
-        v = cat([v, bias_v.reshape(1, 1, embed_dim).expand(1, n, embed_dim)])
+        shape = (1, n, num_heads, head_dim)
+        k = cat([k, bias_k.reshape(1, 1, num_heads, head_dim).expand(shape)])
+        v = cat([v, bias_v.reshape(1, 1, num_heads, head_dim).expand(shape)])
         attn_mask, key_padding_mask = _pad_column(attn_mask), _pad_column(key_padding_mask)
     elif bias_k is not None or bias_v is not None:
         raise AssertionError("bias_k and bias_v must both be given, or both be None")
-    rows = n * num_heads
-    q = q.reshape(tgt, rows, head_dim).transpose(0, 1)  # (N H, L, hd)
-    k = _static(k, static_k, "static_k", rows, head_dim)
-    v = _static(v, static_v, "static_v", rows, head_dim)
+    q = q.permute(1, 2, 0, 3)  # (N, H, L, hd), views
+    k = _heads_first(k, static_k, "static_k", n, num_heads, head_dim)
+    v = _heads_first(v, static_v, "static_v", n, num_heads, head_dim)
     if add_zero_attn:
-        zero = zeros((rows, 1, head_dim), dtype=k.dtype, device=k.device)
-        k, v = cat([k, zero], 1), cat([v, zero], 1)
+        zero = zeros((n, num_heads, 1, head_dim), dtype=k.dtype, device=k.device)
+        k, v = cat([k, zero], 2), cat([v, zero], 2)
         attn_mask, key_padding_mask = _pad_column(attn_mask), _pad_column(key_padding_mask)
-    src = k.shape[1]
-    if key_padding_mask is not None:
-        if tuple(key_padding_mask.shape) != (n, src):
-            raise AssertionError(f"expecting key_padding_mask shape of {(n, src)}, but got "
-                                 f"{tuple(key_padding_mask.shape)}")
-        kpm = key_padding_mask.reshape(n, 1, 1, src).expand(n, num_heads, 1, src).reshape(
-            rows, 1, src)
-        attn_mask = kpm if attn_mask is None else attn_mask + kpm
+    src = k.shape[2]
+    mask = _score_mask(attn_mask, key_padding_mask, n, num_heads, src)
     p = dropout_p if training else 0.0
+    weights = None
     if need_weights:
-        scores = (q * math.sqrt(1.0 / head_dim)) @ k.transpose(-2, -1)  # (N H, L, S)
-        if attn_mask is not None:
-            scores = scores + attn_mask
+        scores = (q * math.sqrt(1.0 / head_dim)) @ k.transpose(-2, -1)  # (N, H, L, S)
+        if mask is not None:
+            scores = scores + mask
         weights = softmax(scores, dim=-1)
         if p > 0.0:
             weights = dropout(weights, p=p)  # returned after dropout, as PyTorch's
         attn = weights @ v
-        weights = weights.reshape(n, num_heads, tgt, src)
         if average_attn_weights:
             weights = weights.mean(dim=1)
     else:
-        weights = None
-        if attn_mask is not None:
-            attn_mask = attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1 else \
-                attn_mask.reshape(n, num_heads, -1, src)
-        attn = scaled_dot_product_attention(
-            q.reshape(n, num_heads, tgt, head_dim), k.reshape(n, num_heads, src, head_dim),
-            v.reshape(n, num_heads, src, head_dim), attn_mask, p)
-        attn = attn.reshape(rows, tgt, head_dim)
-    out = linear(attn.transpose(0, 1).reshape(tgt, n, embed_dim), out_proj_weight,
-                 out_proj_bias)
+        attn = scaled_dot_product_attention(q, k, v, mask, p)  # (N, H, L, hd)
+    attn = attn.permute(2, 0, 1, 3).reshape(tgt * n, embed_dim)  # one copy, (L N, E)
+    out = linear(attn, out_proj_weight, out_proj_bias).view(tgt, n, embed_dim)
     if not batched:
         return out.squeeze(1), None if weights is None else weights.squeeze(0)
     return out, weights

@@ -85,8 +85,12 @@ class MultiheadAttention(Module):
                 attn_mask: Tensor | None = None, average_attn_weights: bool = True,
                 is_causal: bool = False) -> tuple:
         batched = query.ndim == 3
-        if self.batch_first and batched:  # (N, L, E) -> (L, N, E)
-            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        if self.batch_first and batched:  # (N, L, E) -> (L, N, E), one view per distinct
+            # input (query is key is value stays so: the packed in-projection reads it)
+            same_kv, same_qk = key is value, query is key
+            query = query.transpose(0, 1)
+            key = query if same_qk else key.transpose(0, 1)
+            value = key if same_kv else value.transpose(0, 1)
         separate = not self._qkv_same_embed_dim
         out, weights = multi_head_attention_forward(
             query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
