@@ -322,3 +322,26 @@ def test_where_all_false_mask_grad():
     y.mul(2.0).sum().backward()
     assert (x.grad.numpy() == 2.0).all()
     assert gradcheck(lambda x: tgrad.where(empty, 0.0, x), (x,))
+
+
+# ---------------------------------------------------------------- cross_entropy backward
+@pytest.mark.parametrize("axis, shape", [(0, (7,)), (1, (5, 7)), (1, (3, 7, 4))])
+def test_subtract_onehot_matches_a_full_onehot(axis, shape):
+    """cross_entropy_bwd's in-place p - onehot(t): one value per row gathered and scattered;
+    targets out of [0, C) (ignore_index -100, and -1, which an index would wrap) subtract
+    nothing, as the one-hot mask's comparison; the bits are the full subtraction's."""
+    from tgrad.backends._numpy_nn import _subtract_onehot
+    rng = np.random.default_rng(3)
+    c = shape[axis]
+    tshape = shape[:axis] + shape[axis + 1:]
+    for dt in (np.float32, np.float64):
+        p = rng.uniform(0.0, 1.0, shape).astype(dt)
+        p.flat[1] = np.nan
+        t = rng.integers(-2, c + 2, tshape)
+        if t.ndim:
+            t.flat[0] = -100
+        classes = np.arange(c).reshape([-1 if i == axis else 1 for i in range(len(shape))])
+        want = p - (classes == np.expand_dims(t, axis))
+        got = p.copy()
+        _subtract_onehot(got, t, axis)
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))

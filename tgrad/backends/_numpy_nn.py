@@ -175,7 +175,9 @@ def cross_entropy_fwd(x: np.ndarray, t: np.ndarray, rw, axis: int, ignore_index:
     w = _row_weights(t, rw, ignore_index, xf.dtype)
     with np.errstate(all="ignore"):
         m = _max_keep(xf, axis)
-        log_s = np.squeeze(np.log(float_sum(np.exp(xf - m), axis, True)), axis)
+        e = np.subtract(xf, m)
+        log_s = np.squeeze(np.log(float_sum(np.exp(e, out=e), axis, True)), axis)
+        del e
         m = np.squeeze(m, axis)
         lse = np.stack([m, log_s]).astype(xf.dtype, copy=False)
         idx = np.expand_dims(np.where(keep, t, 0), axis)
@@ -214,14 +216,26 @@ def cross_entropy_bwd(g: np.ndarray, x: np.ndarray, t: np.ndarray, rw, lse: np.n
         p = xf - np.expand_dims(lse[0], axis)
         p -= np.expand_dims(lse[1], axis)
         np.exp(p, out=p)
-        classes = np.arange(x.shape[axis]).reshape(
-            [-1 if i == axis else 1 for i in range(x.ndim)])
-        onehot = classes == np.expand_dims(t, axis)
         if type(p) is not np.ndarray or not p.flags.c_contiguous:
-            return _down(c * (p - onehot), dt)
+            classes = np.arange(x.shape[axis]).reshape(
+                [-1 if i == axis else 1 for i in range(x.ndim)])
+            return _down(c * (p - (classes == np.expand_dims(t, axis))), dt)
         # in p (a C-contiguous buffer of its own, the layout c * (p - onehot) gets)
-        np.subtract(p, onehot, out=p)
+        _subtract_onehot(p, t, axis)
         return _down(np.multiply(c, p, out=p), dt)
+
+
+def _subtract_onehot(p: np.ndarray, t: np.ndarray, axis: int) -> None:
+    """p -= onehot(t) along ``axis``, in place: 1 subtracted at each row's target where
+    0 <= t < C (exactly the one-hot's ones: an out-of-range target, such as ignore_index
+    -100, has none), by a gather and a scatter of one value per row instead of a full
+    one-hot mask and a full subtraction (the same bits: p - True and p - False are p - 1.0
+    and p - 0.0)."""
+    hit = np.expand_dims((t >= 0) & (t < p.shape[axis]), axis)
+    idx = np.where(hit, np.expand_dims(t, axis), 0)
+    vals = np.take_along_axis(p, idx, axis)
+    np.subtract(vals, hit, out=vals)
+    np.put_along_axis(p, idx, vals, axis)
 
 
 # ------------------------------------------------------------------ layer norm
