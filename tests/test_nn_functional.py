@@ -629,6 +629,9 @@ def test_gelu_float32_within_one_ulp_of_the_float64_path():
                        nb.gelu_bwd(g.astype(np.float64), x.astype(np.float64), "none"))):
         assert got.dtype == np.float32
         assert _ulps(got, want.astype(np.float32)).max() <= 1
+    under = np.array([-40.0, -1e30], np.float32)  # gelu' underflows to +0.0, as float64's
+    np.testing.assert_array_equal(np.signbit(nb.gelu_bwd(np.ones(2, np.float32), under,
+                                                         "none")), [False, False])
     d = nb.gelu_bwd(np.ones(3, np.float32), near, "none")  # ~1e-8 relative there, not ~1
     np.testing.assert_allclose(d, nb.gelu_bwd(np.ones(3), near.astype(np.float64), "none"),
                                rtol=1.2e-7, atol=0)

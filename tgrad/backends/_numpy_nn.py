@@ -765,6 +765,7 @@ def _gelu32(x: np.ndarray, g, backward: bool) -> np.ndarray:
             np.subtract(b, h, out=u)
             t += u
             t /= xd
+            t += 0.0  # (-0.0 -> +0.0: gelu' is +0 where it underflows, x < -38.6)
             np.copyto(xd, gf[i:i + k])
             t *= xd
         np.copyto(of[i:i + k], t, casting="same_kind")
@@ -775,8 +776,7 @@ def _gelu32(x: np.ndarray, g, backward: bool) -> np.ndarray:
 
 def _gelu32_specials(x: np.ndarray, g, out: np.ndarray, backward: bool) -> None:
     """The float64 path's values where the formulas give NaN: gelu(+inf) = +inf;
-    gelu'(+-0) = 1/2 (0/0 there). (NaN, gelu(-inf) and gelu'(+-inf) are NaN in both; below
-    x = -38.6, where exp(-x^2/2) underflows, gelu' is -0.0 here and +0.0 there.)"""
+    gelu'(+-0) = 1/2 (0/0 there). (NaN, gelu(-inf) and gelu'(+-inf) are NaN in both.)"""
     with np.errstate(invalid="ignore"):
         bad = (x == 0) if backward else (x == np.inf)
     if bad.any():
