@@ -152,3 +152,71 @@ def test_index_add_of_many_values_adds_repeats_in_order(key_of, dt):
     values = (rng.normal(size=n) * 100).astype(dt)
     np.testing.assert_array_equal(nb.index_add(shape, np.dtype(dt), key, values),
                                   _index_add_by_loop(shape, dt, key, values))
+
+
+# where: large C-contiguous operands of one dtype select by integer bits (_where_bits)
+WHERE_DTYPES = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64, np.int8, np.uint8,
+                np.int16, np.int32, np.int64, np.bool_, np.complex64, np.complex128]
+WHERE_SHAPES = [((4096,), (4096,), (4096,)), ((64, 128), (64, 1), (1, 128)),
+                ((64, 128), (64, 128), ()), ((64, 1), (64, 128), (64, 128)),
+                ((), (64, 128), (64, 128)), ((3, 0, 5000),) * 3, ((65, 67),) * 3,
+                ((2, 64, 64), (64, 64), (2, 1, 64)), ((17,), (17,), (17,))]
+
+
+def _where_operand(rng, shape, dt):
+    x = rng.standard_normal(shape) * 3
+    if np.dtype(dt).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    x = np.asarray(x).astype(dt)
+    if x.size >= 3 and (np.dtype(dt).kind == "f" or dt is ml_dtypes.bfloat16):
+        x.flat[:3] = [np.nan, -0.0, np.inf]
+        bits = x.view(nb._BITS_INT[x.itemsize])
+        bits.flat[0] |= 1  # a NaN with a payload keeps its bits
+    return x
+
+
+@pytest.mark.parametrize("dt", WHERE_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shapes", WHERE_SHAPES, ids=str)
+@pytest.mark.parametrize("other", ["array", "zero", "scalar"])
+def test_numpy_backend_where_is_np_where_bit_for_bit(dt, shapes, other):
+    rng = np.random.default_rng(0)
+    cs, as_, bs = shapes
+    c = rng.random(cs) < 0.5
+    a = _where_operand(rng, as_, dt)
+    b = _where_operand(rng, bs, dt) if other == "array" else np.zeros(bs, dt)
+    if other == "scalar":  # NumPy scalars, as the ops pass Python numbers
+        b = b.reshape(-1)[:1].reshape(()) if b.size else b
+        b = b[()] if b.ndim == 0 else b
+    want = np.where(c, a, b)
+    got = nb.where(c, a, b)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == want.tobytes()
+    assert got.flags.c_contiguous == want.flags.c_contiguous
+
+
+def test_numpy_backend_where_bits_path_is_taken_and_falls_back():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((128, 128)).astype(np.float32)
+    c = a > 0
+    assert nb._where_bits(c, a, np.asarray(np.float32(0))) is not None
+    # non-contiguous, mixed dtypes, small, Python numbers: np.where (same values)
+    assert nb._where_bits(c.T, a.T, a) is None
+    assert nb._where_bits(c, a, a.astype(np.float64)) is None
+    assert nb._where_bits(c[:8, :8], a[:8, :8].copy(), a[:8, :8].copy()) is None
+    for args in [(c.T, a.T, 0.0), (c, a, 2), (c, a.T, a), (c[:8, :8], a[:8, :8], -0.0)]:
+        want = np.where(*args)
+        got = nb.where(*args)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def test_where_op_values_and_grads_through_the_bits_path():
+    rng = np.random.default_rng(2)
+    xn = rng.standard_normal((64, 96))
+    x = tgrad.tensor(xn, requires_grad=True)
+    y = tgrad.where(x > 0, x, x * 0.25)
+    assert np.array_equal(y.detach().numpy(), np.where(xn > 0, xn, xn * 0.25))
+    (gx,) = tgrad.autograd.grad(y, x, tgrad.ones_like(y), create_graph=True)
+    assert np.array_equal(gx.detach().numpy(), np.where(xn > 0, 1.0, 0.25))
+    xs = tgrad.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    assert tgrad.autograd.gradcheck(lambda t: tgrad.where(t > 0, t, t * 0.25), (xs,))
+    assert tgrad.autograd.gradgradcheck(lambda t: tgrad.where(t > 0, t * t, t * 0.25), (xs,))

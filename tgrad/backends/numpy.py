@@ -788,7 +788,49 @@ def _float8_binary(op: str, fn, a, b) -> np.ndarray:
     return out if out.dtype == np.bool_ else dtypes.to_float8(out, a.dtype)
 
 
+_WHERE_BITS_MIN = 1 << 12  # output elements from which where selects by integer bits
+_BITS_INT = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def _where_bits(cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """np.where(cond, a, b) for C-contiguous arrays of one dtype of 1/2/4/8 bytes, as
+    integer bit patterns: out = ((a ^ b) * cond) ^ b (cond is 0 or 1, so the product is
+    a ^ b or 0, and the last xor gives a's or b's bits): three branch-free passes, where
+    np.where branches on every element (a mixed mask mispredicts: 214 -> 19 us at 64K
+    float32 on the 2-core box). Bit-identical, NaN payloads and -0.0 included; the output
+    is C-contiguous as np.where's for C-contiguous operands. None where it does not apply
+    (the caller then runs np.where)."""
+    if max(cond.size, a.size, b.size) < _WHERE_BITS_MIN:  # (small: np.where is as fast)
+        return None
+    dt = a.dtype
+    it = _BITS_INT.get(dt.itemsize)
+    if it is None or b.dtype != dt or dt.hasobject or cond.dtype != np.bool_ \
+            or not (cond.flags.c_contiguous and a.flags.c_contiguous and b.flags.c_contiguous):
+        return None
+    out = np.empty(np.broadcast_shapes(cond.shape, a.shape, b.shape), dtype=it)
+    if out.size == 0:
+        return None
+    ai, bi = a.view(it), b.view(it)
+    if bi.ndim == 0 and bi == 0:  # where(mask, x, 0.0): the bits of x times the mask
+        np.multiply(ai, cond, out=out)
+    else:
+        np.bitwise_xor(ai, bi, out=out)
+        np.multiply(out, cond, out=out)
+        np.bitwise_xor(out, bi, out=out)
+    return out.view(dt)
+
+
 def where(cond: np.ndarray, a, b) -> np.ndarray:
+    """np.where(cond, a, b); large C-contiguous operands of one dtype select by bits
+    (_where_bits: same bits, branch-free). NumPy scalars (the ops' operands for Python
+    numbers, already in the result dtype) count as 0-d arrays."""
+    if type(cond) is np.ndarray:
+        a2 = np.asarray(a) if isinstance(a, np.generic) else a
+        b2 = np.asarray(b) if isinstance(b, np.generic) else b
+        if type(a2) is np.ndarray and type(b2) is np.ndarray:
+            out = _where_bits(cond, a2, b2)
+            if out is not None:
+                return out
     return np.where(cond, a, b)
 
 
