@@ -220,3 +220,50 @@ def test_where_op_values_and_grads_through_the_bits_path():
     xs = tgrad.tensor(rng.standard_normal((3, 4)), requires_grad=True)
     assert tgrad.autograd.gradcheck(lambda t: tgrad.where(t > 0, t, t * 0.25), (xs,))
     assert tgrad.autograd.gradgradcheck(lambda t: tgrad.where(t > 0, t * t, t * 0.25), (xs,))
+
+
+def _index_reduce_by_tuple_key(shape, dt, key, v, reduce):
+    # the reference: ufunc.at with the key as given (NumPy's tuple indexing)
+    cd = nb.compute_dtype(np.dtype(dt))
+    if reduce == "prod":
+        init = 1
+    elif np.dtype(dt).kind in "iu":
+        init = np.iinfo(dt).min if reduce == "amax" else np.iinfo(dt).max
+    else:
+        init = -np.inf if reduce == "amax" else np.inf
+    ref = np.full(shape, init, cd)
+    with np.errstate(all="ignore"):
+        nb._UFUNC_AT[reduce].at(ref, key, v.astype(cd))
+    return nb._down(ref, np.dtype(dt))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.float16, ml_dtypes.bfloat16,
+                                np.int32, np.int64, np.uint8], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("reduce", ["prod", "amax", "amin"])
+@pytest.mark.parametrize("case", ["scatter_dim0", "middle_dim_negative", "flat", "small"])
+def test_numpy_backend_index_reduce_flat_positions_fold_as_ufunc_at(dt, reduce, case):
+    # index_reduce folds through the key's linear positions on the flat array (_ufunc_at):
+    # the same bits as ufunc.at with the tuple key (same visiting order; NaN, -0.0, inf)
+    rng = np.random.default_rng(3)
+    if case == "scatter_dim0":
+        shape, vs = (64, 32), (4096, 32)
+        key = (np.broadcast_to(rng.integers(0, 64, (4096, 1)), vs),
+               np.broadcast_to(np.arange(32), vs))
+    elif case == "middle_dim_negative":
+        shape, vs = (50, 7, 9), (50, 300, 9)
+        key = (np.arange(50)[:, None, None], rng.integers(-7, 7, vs), np.arange(9))
+    elif case == "flat":
+        shape, vs = (3000,), (5000,)
+        key = rng.integers(0, 3000, vs)
+    else:
+        shape, vs = (5, 3), (4, 3)
+        key = (rng.integers(0, 5, vs), np.broadcast_to(np.arange(3), vs))
+    v = rng.standard_normal(vs) * (0.3 if reduce == "prod" else 1) + (reduce == "prod")
+    if np.dtype(dt).kind in "iu":
+        v = v * 10
+    else:
+        v.flat[::97], v.flat[::89], v.flat[::101] = np.nan, -0.0, np.inf
+    v = v.astype(dt)
+    got = nb.index_reduce(shape, np.dtype(dt), key, v, reduce)
+    want = _index_reduce_by_tuple_key(shape, dt, key, v, reduce)
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
