@@ -267,3 +267,52 @@ def test_numpy_backend_index_reduce_flat_positions_fold_as_ufunc_at(dt, reduce, 
     got = nb.index_reduce(shape, np.dtype(dt), key, v, reduce)
     want = _index_reduce_by_tuple_key(shape, dt, key, v, reduce)
     assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+CLAMP_BOUNDS = [(-0.5, 0.5), (0.0, 6.0), (-0.0, 6.0), (-1.0, 0.0), (-1.0, -0.0), (0.0, 0.0),
+                (-0.0, 0.0), (1.0, -1.0), (0.0, -1.0), (-np.inf, 2.0), (None, 0.3), (0.3, None),
+                (None, 0.0), (-0.0, None), (0.0, None), (np.nan, 1.0), (1.0, np.nan),
+                (2.0, 2.0), (-np.inf, np.inf)]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int8, np.int16, np.int32,
+                                np.int64, np.uint8], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("bounds", CLAMP_BOUNDS, ids=str)
+@pytest.mark.parametrize("n", [1, 1023, 1024, 4099])
+def test_numpy_backend_clamp_is_the_maximum_minimum_pair_bit_for_bit(dt, bounds, n):
+    # _clamp (NumPy's clip ufunc, zero ties redone by the pair) against the pair itself
+    rng = np.random.default_rng(4)
+    kind = np.dtype(dt).kind
+    if kind != "f" and any(b is not None and not (np.isfinite(b) and (kind == "i" or b >= 0))
+                           for b in bounds):
+        return  # (integer bounds are finite, unsigned ones not negative)
+    x = rng.standard_normal(2 * n) * 3
+    if kind == "f":
+        x[:8] = [np.nan, -0.0, 0.0, np.inf, -np.inf, -np.nan, 0.5, -0.5][:x.size]
+        x = x.astype(dt)
+        bits = x.view(nb._BITS_INT[x.itemsize])
+        bits[0] |= 5  # a NaN payload
+    else:
+        x = (x * 10).astype(dt)
+    x = x[::2]  # (non-contiguous)
+    lo, hi = (None if b is None else dt(b) for b in bounds)
+    got = nb._clamp(x, lo, hi)
+    want = nb._clamp_pair(x, lo, hi)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == want.tobytes()
+
+
+def test_clamp_op_values_grads_and_signed_zero_ties():
+    rng = np.random.default_rng(5)
+    xn = rng.standard_normal(5000).astype(np.float32) * 4
+    xn[:4] = [-0.0, 0.0, 6.0, np.nan]
+    x = tgrad.tensor(xn, requires_grad=True)
+    y = tgrad.nn.functional.relu6(x)
+    want = np.minimum(np.float32(6), np.maximum(np.float32(0), xn))
+    assert y.detach().numpy().tobytes() == want.tobytes()  # relu6(-0.0) is -0.0, as PyTorch
+    (gx,) = tgrad.autograd.grad(y.sum(), x)
+    # (hardtanh's backward: 0 where x <= 0 or x >= 6, else g, NaN included)
+    assert np.array_equal(gx.numpy(), (~((xn <= 0) | (xn >= 6))).astype(np.float32))
+    xs = tgrad.tensor(rng.standard_normal((3, 5)), requires_grad=True)
+    assert tgrad.autograd.gradcheck(lambda t: tgrad.clamp(t, -0.5, 0.5), (xs,))
+    assert tgrad.autograd.gradgradcheck(lambda t: tgrad.clamp(t * t, -0.5, 0.5) * t, (xs,))

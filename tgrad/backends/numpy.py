@@ -927,6 +927,50 @@ def _relu(x: np.ndarray) -> np.ndarray:
     return y
 
 
+_CLIP = np._core.umath.clip  # (the ufunc behind np.clip, without its Python wrapper)
+_CLAMP_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int16,
+                                                np.int32, np.int64, np.uint8))
+_CLAMP_MIN = 1 << 10  # elements from which the one-pass clip pays for its zero check
+
+
+def _clamp(x: np.ndarray, lo, hi) -> np.ndarray:
+    """min(hi, max(lo, x)) (a bound None: left out), bit for bit the two binary() calls of
+    elementwise.Clamp (private: Clamp calls it on the CPU). lo and hi are NumPy scalars of
+    x's dtype. For float32/float64 and integer x: one pass of NumPy's clip ufunc (a missing
+    bound is +-inf or the dtype's limit), 4-8x faster than maximum then minimum (which loop
+    over a scalar operand). The two differ only on ties of a zero x with a zero bound (the
+    pair keeps x, -0.0 or +0.0; clip returns the bound; equal nonzero values have equal bits,
+    NaN propagates in both, lo > hi gives hi in both): where a bound is zero, the zero
+    elements of x are recomputed by the pair."""
+    if x.dtype not in _CLAMP_DTYPES or x.size < _CLAMP_MIN:
+        return _clamp_pair(x, lo, hi)
+    if x.dtype.kind == "f":
+        a = x.dtype.type(-np.inf) if lo is None else lo
+        b = x.dtype.type(np.inf) if hi is None else hi
+    else:
+        info = np.iinfo(x.dtype)
+        a = x.dtype.type(info.min) if lo is None else lo
+        b = x.dtype.type(info.max) if hi is None else hi
+    token = _quiet_enter()
+    try:
+        y = _CLIP(x, a, b)
+        if x.dtype.kind == "f" and (a == 0 or b == 0):
+            zero = np.equal(x, 0)
+            if zero.any():
+                y[zero] = _clamp_pair(x[zero], lo, hi)
+    finally:
+        _quiet_exit(token)
+    return y
+
+
+def _clamp_pair(x: np.ndarray, lo, hi) -> np.ndarray:
+    """min(hi, max(lo, x)) as elementwise.Clamp's binary() calls: the bound first, as
+    NumPy's maximum/minimum return their second operand on ties (clamp(-0.0, min=0.0) is
+    -0.0, as PyTorch's)."""
+    y = x if lo is None else binary("maximum", lo, x)
+    return y if hi is None else binary("minimum", hi, y)
+
+
 def relu_backward(g: np.ndarray, y: np.ndarray) -> np.ndarray:
     """d relu(x) = g where y = relu(x) is not <= 0, else 0 (PyTorch's threshold_backward);
     keeps g's dtype. y is >= 0 or NaN, so that is y != 0 (a NaN x passes g through)."""

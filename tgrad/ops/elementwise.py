@@ -18,6 +18,7 @@ from tgrad.autograd import function as _function
 from tgrad.autograd import profiler_hooks
 from tgrad.autograd.function import _NOT_TENSOR, Function, differentiable_formula
 from tgrad.autograd.grad_mode import STATE
+from tgrad.backends.numpy import _clamp as _numpy_clamp
 from tgrad.backends.numpy import _relu as _numpy_relu
 from tgrad.ops._common import (
     backend_of,
@@ -1684,12 +1685,15 @@ class Clamp(Function):
         # the bounds in the result dtype (1.7 is 1.703125 in bfloat16), the same for backward
         lo, hi = (None if v is None else _operand(v, dt, be, "clamp") for v in (lo, hi))
         y = be.cast(x._data, dt.np)
-        # the bound first: NumPy's maximum/minimum return their second operand on ties, so
-        # a tie keeps x, as PyTorch's clamp (clamp(-0.0, min=0.0) is -0.0)
-        if lo is not None:
-            y = be.binary("maximum", lo, y)
-        if hi is not None:
-            y = be.binary("minimum", hi, y)
+        if x._device.type == "cpu":  # (NumPy's one-pass clip where it gives the same bits)
+            y = _numpy_clamp(y, lo, hi)
+        else:
+            # the bound first: NumPy's maximum/minimum return their second operand on ties,
+            # so a tie keeps x, as PyTorch's clamp (clamp(-0.0, min=0.0) is -0.0)
+            if lo is not None:
+                y = be.binary("maximum", lo, y)
+            if hi is not None:
+                y = be.binary("minimum", hi, y)
         ctx.save_for_backward(x)
         ctx.lo, ctx.hi = lo, hi
         return wrap(y, x.device)
