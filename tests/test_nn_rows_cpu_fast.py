@@ -1,7 +1,8 @@
 """The CPU row paths of layer_norm and the softmax family (tgrad/backends/_numpy_nn.py
 ``_ln_fwd_rows`` / ``_ln_bwd_rows``, ``_sm_rows``: C-contiguous float32/float64, the
 statistics over the trailing axes as (R, N) rows; ``_row_sum``, ``_row_max``) and the
-NumPy backend's ``where`` on a one-valued mask, against the general formulas they replace
+NumPy backend's ``where`` on one-valued masks (np.where's bits, dtype, layout, no alias),
+against the general formulas they replace
 (kept below as the reference): float64 bit for bit; float32 against a float64 reference
 (its row sums are np.einsum's for rows of <= 128); odd sizes, rows short and long (the
 column-loop maximum and np.maximum.reduce), k = 2, None weight / bias, every needs-grad
