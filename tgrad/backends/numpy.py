@@ -927,7 +927,10 @@ def _relu(x: np.ndarray) -> np.ndarray:
     return y
 
 
-_CLIP = np._core.umath.clip  # (the ufunc behind np.clip, without its Python wrapper)
+try:  # the ufunc behind np.clip, without its Python wrapper (NumPy 1.x: np.clip itself)
+    from numpy._core.umath import clip as _CLIP
+except ImportError:
+    _CLIP = np.clip
 _CLAMP_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int16,
                                                 np.int32, np.int64, np.uint8))
 _CLAMP_MIN = 1 << 10  # elements from which the one-pass clip pays for its zero check
