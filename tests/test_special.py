@@ -956,6 +956,61 @@ def test_cpu_numpy_forwards_keep_the_layout_and_gradients():
     assert gradcheck(tgrad.erfinv, (u,)) and gradgradcheck(tgrad.erfinv, (u,))
 
 
+def _around(points, dt, n: int = 8) -> np.ndarray:
+    """points and their n nearest floats of dtype dt on either side."""
+    out = []
+    for v in np.asarray(points, dt):
+        up, dn = v, v
+        for _ in range(n):
+            up, dn = np.nextafter(up, dt(np.inf)), np.nextafter(dn, dt(-np.inf))
+            out += [up, dn]
+    return np.concatenate([np.asarray(points, dt), np.asarray(out, dt)])
+
+
+def _erf_family_inputs(dt) -> tuple:
+    """(x, p): more than a block of _numpy_special, every region of erfc / erfcx / ndtr /
+    log_ndtr (x) and ndtri (p) with the floats next to each boundary, +-0, +-inf, NaN,
+    subnormals, the float range's ends and (p) values outside [0, 1]."""
+    from tgrad.backends._numpy_special import _BLOCK
+    fi = np.finfo(dt)
+    edges = [0.0, -0.0, math.inf, -math.inf, math.nan, fi.smallest_subnormal,
+             -fi.smallest_subnormal, fi.tiny, -fi.tiny, fi.max, -fi.max]
+    bounds = [0.5, 1.0, 2.0, 2.5, 4.0, 5.65, 27.2, 38.5]
+    with np.errstate(over="ignore"):
+        x = np.concatenate([RNG.uniform(-12, 12, _BLOCK + 999), RNG.standard_normal(20000) * 30,
+                            np.sign(RNG.standard_normal(5000)) * 10.0 ** RNG.uniform(-40, 40, 5000),
+                            _around(bounds + [-b for b in bounds], dt), edges]).astype(dt)
+        tiny = 10.0 ** RNG.uniform(np.log10(fi.smallest_subnormal), 0, 20000)
+        p = np.concatenate([RNG.uniform(0, 1, _BLOCK + 999), tiny, 1 - tiny,
+                            _around([0.25, 0.5, 0.75, fi.tiny], dt), [1.0, 1.5, -0.5, 2.0, -fi.max],
+                            edges]).astype(dt)
+    return x, p
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_cpu_numpy_erf_family_is_the_composites_bits(dt):
+    # On the CPU erfc, erfcx, ndtr, log_ndtr and ndtri run as tgrad.backends._numpy_special:
+    # the composites' operations per element in the same order, in the input's dtype, each
+    # region on its own elements only. The bits must be the composites' (the GPU's path),
+    # float32 included, NaN where NaN; also for a strided, transposed view.
+    from tgrad.ops import erfs
+    x, p = _erf_family_inputs(dt)
+    for fn, v in [(erfs._erfc, x), (erfs._erfcx, x), (erfs._ndtr, x), (erfs._log_ndtr, x),
+                  (erfs._ndtri, p)]:
+        t = tgrad.tensor(v)
+        fast, slow = fn(t).numpy(), fn.composite(t).numpy()
+        assert fast.dtype == slow.dtype == dt
+        nan = np.isnan(slow)
+        assert np.array_equal(np.isnan(fast), nan), fn.__name__
+        bits = "u%d" % fast.itemsize
+        np.testing.assert_array_equal(fast[~nan].view(bits), slow[~nan].view(bits),
+                                      err_msg=fn.__name__)
+        m = t[: 60 * 50].reshape(60, 50)[::2, 1:].t()  # a strided, transposed view
+        np.testing.assert_array_equal(fn(m).numpy(), fn.composite(m.contiguous()).numpy())
+    empty = tgrad.tensor(np.zeros((0, 3), dt))
+    assert tgrad.special.ndtri(empty).shape == (0, 3) and tgrad.erfc(empty).shape == (0, 3)
+
+
 def test_polygamma_at_the_top_of_float_range():
     # log2 of the floats just below 2^1024 rounds to 1024.0: the scale b = 2^floor(log2 x)
     # was 2^1024 = inf and polygamma(n >= 1, x) +-inf (1.8e308: n = 1 gave inf, not 5.6e-309);

@@ -55,6 +55,7 @@ from tgrad.ops.special import (
 
 _BLOCK = 1 << 16  # elements per block (float64: 512 KiB a temporary; 2^14 was 1.3x slower)
 _SQRT_PI = math.sqrt(math.pi)
+_R2 = 1 / math.sqrt(2.0)  # erfs._R2
 # _LGAMMA_ROOTS by column (left_hi, left_lo, right_hi, right_lo), indexed by -floor(x) - 3
 _ROOT_COLS = [np.array([r[c] for r in _LGAMMA_ROOTS]) for c in range(4)]
 
@@ -112,7 +113,8 @@ def _erfcx_pos(x: np.ndarray) -> np.ndarray:
             xf = xb.take(far)
             f = xf.copy()
             for k in range(ERFCX_FRACTION_LEVELS, 0, -1):  # f_k = x + (k/2) / f_(k+1)
-                f = xf + (k / 2) / f
+                f = xf + np.reciprocal(f) * (k / 2)  # (a tensor's number / t is
+                # t.reciprocal() * number, so the composite's (k/2) / f rounds twice)
             val.put(far, 1.0 / (f * _SQRT_PI))
         out.put(big, val)
     return out
@@ -170,6 +172,148 @@ def _erfinv_block(y: np.ndarray) -> np.ndarray:
 def erfinv(y: np.ndarray) -> np.ndarray:
     """erf^-1 elementwise of a float32 / float64 array (float32 computed in float64)."""
     return blocked(_erfinv_block, y)
+
+
+# ---------------------------------------------- erfc, erfcx, ndtr, log_ndtr, ndtri
+# The composites of tgrad.ops.erfs on NumPy arrays in the input's own dtype (float32 stays
+# float32, as the composites compute it): the same operations per element in the same order,
+# each region on its own elements only, so float32 and float64 results are bit-identical to
+# the composites' (tests/test_special.py compares them; NaN payloads aside).
+def blocked_native(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
+    """fn (elementwise, on a 1-D array; it must not write to its argument) over x's elements
+    in blocks of _BLOCK, in x's dtype; the result in x's dtype and memory layout (K order)."""
+    if not np.may_share_memory(x.ravel(order="K"), x):  # x not dense: a dense copy
+        x = np.copy(x, order="K")
+    out = np.empty_like(x)
+    with np.errstate(all="ignore"):
+        for xb, ob in flat_blocks(x, out, _BLOCK):
+            ob[...] = fn(xb)
+    return out
+
+
+def _exp_sq(x: np.ndarray, factor: float) -> np.ndarray:
+    """exp(factor x^2) as erfs._exp_sq: |x| clamped where the result is 0 or inf already,
+    h = trunc(16 x) / 16, exp(h h factor) exp((x - h)(x + h) factor)."""
+    bound = math.sqrt(790.0 / abs(factor))
+    x = np.clip(x, -bound, bound)
+    h = np.trunc(x * 16.0) / 16.0
+    return np.exp(h * h * factor) * np.exp((x - h) * (x + h) * factor)
+
+
+def _erfc_block(x: np.ndarray) -> np.ndarray:
+    """erfc(x) (erfs._erfc): exp(-x^2) erfcx(x) for x >= 1/2, 1 - erf(x) below (and NaN)."""
+    is_big = x >= 0.5
+    big = np.flatnonzero(is_big)
+    if big.size == x.size:
+        return _exp_sq(x, -1.0) * _erfcx_pos(x)
+    out = 1.0 - _erf(x) if not big.size else np.empty_like(x)
+    if big.size:
+        rest = np.flatnonzero(~is_big)
+        out.put(rest, 1.0 - _erf(x.take(rest)))
+        xb = x.take(big)
+        out.put(big, _exp_sq(xb, -1.0) * _erfcx_pos(xb))
+    return _keep_nan(x, out)
+
+
+def _erfcx_block(x: np.ndarray) -> np.ndarray:
+    """erfcx(x) (erfs._erfcx): erfcx_pos(|x|), 2 exp(x^2) - erfcx_pos(-x) for x < 0."""
+    out = _erfcx_pos(np.abs(x))
+    neg = np.flatnonzero(x < 0.0)
+    if neg.size:
+        xn = x.take(neg)
+        out.put(neg, _exp_sq(xn, 1.0) * 2.0 - out.take(neg))
+    return _keep_nan(x, out)
+
+
+def _keep_nan(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """out with x at x's NaNs (the composites' final where(isnan(x), x, out))."""
+    nan = np.flatnonzero(np.isnan(x))
+    if nan.size:
+        out.put(nan, x.take(nan))
+    return out
+
+
+def _ndtr_lower(x: np.ndarray) -> np.ndarray:
+    """Phi(x) = exp(-x^2/2) erfcx(-x/sqrt 2) / 2 for x <= -1 (erfs._ndtr_lower)."""
+    return _exp_sq(x, -0.5) * _erfcx_pos(x * -_R2) * 0.5
+
+
+def _ndtr_block(x: np.ndarray) -> np.ndarray:
+    """Phi(x) (erfs._ndtr): 0.5 + 0.5 erf(x / sqrt 2) for |x| <= 1 (and NaN), _ndtr_lower
+    below -1, 1 - _ndtr_lower(-x) above 1."""
+    out = np.empty_like(x)
+    lo, hi = np.flatnonzero(x < -1.0), np.flatnonzero(x > 1.0)
+    mid = np.flatnonzero(~((x < -1.0) | (x > 1.0)))
+    if mid.size:
+        out.put(mid, 0.5 + 0.5 * _erf(x.take(mid) * _R2))
+    if lo.size:
+        out.put(lo, _ndtr_lower(x.take(lo)))
+    if hi.size:
+        out.put(hi, 1.0 - _ndtr_lower(-x.take(hi)))
+    return _keep_nan(x, out)
+
+
+def _log_ndtr_block(x: np.ndarray) -> np.ndarray:
+    """log Phi(x) (erfs._log_ndtr): log(erfcx(-x / sqrt 2) / 2) - (x / 2) x below -1, else
+    log1p(-upper), upper = _ndtr_lower(-x) above 1, 0.5 - 0.5 erf(x / sqrt 2) between."""
+    out = np.empty_like(x)
+    lo, hi = np.flatnonzero(x < -1.0), np.flatnonzero(x > 1.0)
+    mid = np.flatnonzero(~((x < -1.0) | (x > 1.0)))
+    if mid.size:
+        out.put(mid, np.log1p(-(0.5 - 0.5 * _erf(x.take(mid) * _R2))))
+    if lo.size:
+        xl = x.take(lo)
+        out.put(lo, np.log(_erfcx_pos(xl * -_R2) * 0.5) - xl * 0.5 * xl)
+    if hi.size:
+        out.put(hi, np.log1p(-_ndtr_lower(-x.take(hi))))
+    return _keep_nan(x, out)
+
+
+def _ndtri_block(p: np.ndarray) -> np.ndarray:
+    """Phi^-1(p) (erfs._ndtri): with q = min(p, 1 - p), sqrt 2 erfinv(2q - 1) for q >= 1/4,
+    -sqrt 2 erfcinv(2q) below, negated for p > 1/2; -inf at 0, inf at 1, NaN elsewhere."""
+    out = np.where(p == 0.0, -math.inf, np.where(p == 1.0, math.inf, math.nan)).astype(p.dtype)
+    ok = np.flatnonzero((p > 0.0) & (p < 1.0))
+    if not ok.size:
+        return out
+    po = p.take(ok)
+    upper = po > 0.5
+    q = np.where(upper, 1.0 - po, po)
+    is_mid = q >= 0.25
+    x = np.empty_like(q)
+    mid = np.flatnonzero(is_mid)
+    if mid.size:
+        x.put(mid, _erfinv_central(q.take(mid) * 2.0 - 1.0) * math.sqrt(2.0))
+    tail = np.flatnonzero(~is_mid)
+    if tail.size:
+        x.put(tail, -_erfcinv(q.take(tail) * 2.0) * math.sqrt(2.0))
+    out.put(ok, np.where(upper, -x, x))
+    return out
+
+
+def erfc(x: np.ndarray) -> np.ndarray:
+    """erfc elementwise of a float32 / float64 array, in its dtype (bit-identical to erfs')."""
+    return blocked_native(_erfc_block, x)
+
+
+def erfcx(x: np.ndarray) -> np.ndarray:
+    """erfcx elementwise of a float32 / float64 array, in its dtype."""
+    return blocked_native(_erfcx_block, x)
+
+
+def ndtr(x: np.ndarray) -> np.ndarray:
+    """Phi elementwise of a float32 / float64 array, in its dtype."""
+    return blocked_native(_ndtr_block, x)
+
+
+def log_ndtr(x: np.ndarray) -> np.ndarray:
+    """log Phi elementwise of a float32 / float64 array, in its dtype."""
+    return blocked_native(_log_ndtr_block, x)
+
+
+def ndtri(p: np.ndarray) -> np.ndarray:
+    """Phi^-1 elementwise of a float32 / float64 array, in its dtype."""
+    return blocked_native(_ndtri_block, p)
 
 
 # ---------------------------------------------------------------------------- lgamma
