@@ -1011,6 +1011,30 @@ def test_cpu_numpy_erf_family_is_the_composites_bits(dt):
     assert tgrad.special.ndtri(empty).shape == (0, 3) and tgrad.erfc(empty).shape == (0, 3)
 
 
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_cpu_numpy_erfcx_gradient_is_the_composites_bits(monkeypatch, dt):
+    # with no graph to record (create_graph=False), erfcx's backward on the CPU computes its
+    # factor on the NumPy arrays (the continued fraction on x >= 2.5 only): the composite's
+    # bits, float32 included; with create_graph the composite runs (gradgradcheck)
+    from tgrad.ops import erfs
+    x, _ = _erf_family_inputs(dt)
+    w = RNG.uniform(0.5, 2, x.size).astype(dt)
+    t = tgrad.tensor(x, requires_grad=True)
+    tgrad.special.erfcx(t).backward(tgrad.tensor(w))
+    fast = t.grad.numpy()
+    monkeypatch.setattr(erfs, "_F32_F64", ())
+    t.grad = None
+    tgrad.special.erfcx(t).backward(tgrad.tensor(w))
+    slow = t.grad.numpy()
+    nan = np.isnan(slow)
+    assert np.array_equal(np.isnan(fast), nan)
+    bits = "u%d" % fast.itemsize
+    np.testing.assert_array_equal(fast[~nan].view(bits), slow[~nan].view(bits))
+    monkeypatch.undo()
+    u = tgrad.tensor([-3.0, -0.5, 0.7, 2.4, 2.6, 7.0, 40.0], dtype=F64, requires_grad=True)
+    assert gradcheck(tgrad.special.erfcx, (u,)) and gradgradcheck(tgrad.special.erfcx, (u,))
+
+
 def test_polygamma_at_the_top_of_float_range():
     # log2 of the floats just below 2^1024 rounds to 1024.0: the scale b = 2^floor(log2 x)
     # was 2^1024 = inf and polygamma(n >= 1, x) +-inf (1.8e308: n = 1 gave inf, not 5.6e-309);

@@ -291,6 +291,23 @@ def _ndtri_block(p: np.ndarray) -> np.ndarray:
     return out
 
 
+def erfcx_grad_factor(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """erfcx'(x) given y = erfcx(x) (x, y float32 / float64, one shape), erfs._erfcx_grad's
+    operations: 2 x y - 2/sqrt(pi), and -y / f_2 from x = 2.5 on (f_2 the continued
+    fraction's tail, erfs._erfcx_fraction(x, 2)), which runs on those elements only."""
+    xf, yf = x.ravel(), y.ravel()
+    with np.errstate(all="ignore"):
+        d = xf * yf * 2.0 - 2 / _SQRT_PI
+        big = np.flatnonzero(xf >= 2.5)
+        if big.size:
+            xb = xf.take(big)
+            f = xb.copy()
+            for k in range(ERFCX_FRACTION_LEVELS, 1, -1):  # (as in _erfcx_pos)
+                f = xb + np.reciprocal(f) * (k / 2)
+            d.put(big, -yf.take(big) / f)
+    return d.reshape(x.shape)
+
+
 def erfc(x: np.ndarray) -> np.ndarray:
     """erfc elementwise of a float32 / float64 array, in its dtype (bit-identical to erfs')."""
     return blocked_native(_erfc_block, x)

@@ -21,6 +21,7 @@ import math
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
+from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.backends.numpy import _erfcx_taylor
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
@@ -97,6 +98,11 @@ def _erfcx_grad(g: Tensor, x: Tensor, y: Tensor) -> Tensor:
     erfcx = 1/sqrt(pi) / f_1, 2 x / (sqrt(pi) f_1) - 2/sqrt(pi) = (2/sqrt(pi)) (x - f_1) / f_1
     and x - f_1 = -(1/2) / f_2), all terms positive; 0 at +inf. The 40 levels give f_2 to
     ~7e-16 at x = 2.5 (5e-13 at 2), where the direct form still cancels 14-fold."""
+    if x.device.type == "cpu" and x.dtype in _F32_F64 and not (
+            is_grad_enabled() and (g.requires_grad or x.requires_grad or y.requires_grad)):
+        from tgrad.backends import _numpy_special  # (no graph to record: the same
+        # operations on the NumPy arrays, the fraction on its elements only)
+        return g * wrap(_numpy_special.erfcx_grad_factor(x._data, y._data), x.device)
     direct = x * y * 2.0 - 2 / _SQRT_PI
     big = ew.ge(x, 2.5)
     if host_reads_ok(x) and not bool(big.any()):  # (the common range: no fraction to run;
