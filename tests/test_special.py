@@ -1012,27 +1012,37 @@ def test_cpu_numpy_erf_family_is_the_composites_bits(dt):
 
 
 @pytest.mark.parametrize("dt", [np.float64, np.float32])
-def test_cpu_numpy_erfcx_gradient_is_the_composites_bits(monkeypatch, dt):
-    # with no graph to record (create_graph=False), erfcx's backward on the CPU computes its
-    # factor on the NumPy arrays (the continued fraction on x >= 2.5 only): the composite's
-    # bits, float32 included; with create_graph the composite runs (gradgradcheck)
+def test_cpu_numpy_erfcx_log_ndtr_gradients_are_the_composites_bits(monkeypatch, dt):
+    # with no graph to record (create_graph=False), erfcx's and log_ndtr's backwards on the
+    # CPU compute their factor on the NumPy arrays (erfcx's continued fraction on x >= 2.5
+    # only, log_ndtr's two branches on their own elements): the composites' bits, float32
+    # included; with create_graph the composites run (gradgradcheck)
     from tgrad.ops import erfs
     x, _ = _erf_family_inputs(dt)
     w = RNG.uniform(0.5, 2, x.size).astype(dt)
     t = tgrad.tensor(x, requires_grad=True)
-    tgrad.special.erfcx(t).backward(tgrad.tensor(w))
-    fast = t.grad.numpy()
+    fns = (tgrad.special.erfcx, tgrad.special.log_ndtr)
+
+    def grads():
+        out = []
+        for fn in fns:
+            t.grad = None
+            fn(t).backward(tgrad.tensor(w))
+            out.append(t.grad.numpy())
+        return out
+
+    fast = grads()
     monkeypatch.setattr(erfs, "_F32_F64", ())
-    t.grad = None
-    tgrad.special.erfcx(t).backward(tgrad.tensor(w))
-    slow = t.grad.numpy()
-    nan = np.isnan(slow)
-    assert np.array_equal(np.isnan(fast), nan)
-    bits = "u%d" % fast.itemsize
-    np.testing.assert_array_equal(fast[~nan].view(bits), slow[~nan].view(bits))
+    for a, b in zip(fast, grads()):
+        nan = np.isnan(b)
+        assert np.array_equal(np.isnan(a), nan)
+        bits = "u%d" % a.itemsize
+        np.testing.assert_array_equal(a[~nan].view(bits), b[~nan].view(bits))
     monkeypatch.undo()
-    u = tgrad.tensor([-3.0, -0.5, 0.7, 2.4, 2.6, 7.0, 40.0], dtype=F64, requires_grad=True)
-    assert gradcheck(tgrad.special.erfcx, (u,)) and gradgradcheck(tgrad.special.erfcx, (u,))
+    u = tgrad.tensor([-8.0, -3.0, -0.5, 0.0, 0.7, 2.4, 2.6, 7.0, 40.0], dtype=F64,
+                     requires_grad=True)
+    for fn in fns:
+        assert gradcheck(fn, (u,)) and gradgradcheck(fn, (u,))
 
 
 def test_polygamma_at_the_top_of_float_range():

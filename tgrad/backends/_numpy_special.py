@@ -308,6 +308,24 @@ def erfcx_grad_factor(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return d.reshape(x.shape)
 
 
+def log_ndtr_grad_factor(x: np.ndarray) -> np.ndarray:
+    """phi(x) / Phi(x) (float32 / float64 x), erfs._log_ndtr_grad's operations: for x < 0
+    sqrt(2/pi) / erfcx(-x / sqrt 2) (a number over a tensor: its reciprocal times the number),
+    else exp(-x^2/2) / sqrt(2 pi) / Phi(x); each on its own elements."""
+    xf = x.ravel()
+    d = np.empty_like(xf)
+    with np.errstate(all="ignore"):
+        is_neg = xf < 0.0
+        neg, rest = np.flatnonzero(is_neg), np.flatnonzero(~is_neg)
+        if neg.size:
+            e = _erfcx_block(xf.take(neg) * -_R2)
+            d.put(neg, np.reciprocal(e) * math.sqrt(2 / math.pi))
+        if rest.size:
+            xr = xf.take(rest)
+            d.put(rest, _exp_sq(xr, -0.5) * (1 / math.sqrt(2 * math.pi)) / _ndtr_block(xr))
+    return d.reshape(x.shape)
+
+
 def erfc(x: np.ndarray) -> np.ndarray:
     """erfc elementwise of a float32 / float64 array, in its dtype (bit-identical to erfs')."""
     return blocked_native(_erfc_block, x)

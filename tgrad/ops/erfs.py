@@ -282,7 +282,12 @@ def _unary(name: str, forward, backward, doc: str, saves: str = "xy",
 
 def _log_ndtr_grad(g: Tensor, x: Tensor, y: Tensor) -> Tensor:
     """phi(x) / Phi(x): sqrt(2/pi) / erfcx(-x/sqrt 2) for x < 0 (no underflow), else
-    phi(x) / ndtr(x)."""
+    phi(x) / ndtr(x). With no graph to record, on the CPU: the same operations on the
+    NumPy array, each branch on its own elements (bit-identical)."""
+    if x.device.type == "cpu" and x.dtype in _F32_F64 and not (
+            is_grad_enabled() and (g.requires_grad or x.requires_grad)):
+        from tgrad.backends import _numpy_special
+        return g * wrap(_numpy_special.log_ndtr_grad_factor(x._data), x.device)
     neg = ew.lt(x, 0.0)
     xn, xp = ew.where(neg, x, -1.0), ew.where(neg, 1.0, x)
     left = math.sqrt(2 / math.pi) / Erfcx.apply(xn * -_R2)
