@@ -113,8 +113,9 @@ def _erfcx_pos(x: np.ndarray) -> np.ndarray:
             xf = xb.take(far)
             f = xf.copy()
             for k in range(ERFCX_FRACTION_LEVELS, 0, -1):  # f_k = x + (k/2) / f_(k+1)
-                f = xf + np.reciprocal(f) * (k / 2)  # (a tensor's number / t is
-                # t.reciprocal() * number, so the composite's (k/2) / f rounds twice)
+                np.reciprocal(f, out=f)  # (a tensor's number / t is t.reciprocal() *
+                f *= k / 2  # number, so the composite's (k/2) / f rounds twice)
+                f += xf
             val.put(far, 1.0 / (f * _SQRT_PI))
         out.put(big, val)
     return out
@@ -303,7 +304,9 @@ def erfcx_grad_factor(x: np.ndarray, y: np.ndarray) -> np.ndarray:
             xb = xf.take(big)
             f = xb.copy()
             for k in range(ERFCX_FRACTION_LEVELS, 1, -1):  # (as in _erfcx_pos)
-                f = xb + np.reciprocal(f) * (k / 2)
+                np.reciprocal(f, out=f)  # (as in _erfcx_pos)
+                f *= k / 2
+                f += xb
             d.put(big, -yf.take(big) / f)
     return d.reshape(x.shape)
 
