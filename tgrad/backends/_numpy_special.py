@@ -1,4 +1,6 @@
-"""CPU (NumPy) forwards of erfinv, lgamma and polygamma: the formulas of tgrad.ops.erfs and
+"""CPU (NumPy) forwards of erfinv, lgamma and polygamma (and, below, of erfc, erfcx, ndtr,
+log_ndtr, ndtri, with erfcx's and log_ndtr's backward factors, in the input's own dtype and
+bit-identical to the composites in float32 too): the formulas of tgrad.ops.erfs and
 tgrad.ops.special (whose docstrings state the maths), evaluated on NumPy arrays instead of
 as hundreds of tgrad tensor ops.
 

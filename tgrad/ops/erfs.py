@@ -11,7 +11,10 @@ cost relative precision), 1 - erf(x) below; ndtr(x) = exp(-x^2/2) erfcx(-x/sqrt 
 -1 (reflected above 1, (1 + erf(x/sqrt 2)) / 2 between) and log_ndtr by PyTorch's split on
 top of them; erfinv's tails (|y| >= 1/2) and ndtri (p < 1/4 or > 3/4) solve erfc(v) = s by
 Newton steps on log erfc from Giles' approximation or the asymptote. Relative errors ~1e-15
-in float64 (see docs/design.md).
+in float64 (see docs/design.md). On the CPU (float32 / float64) the forwards run as
+tgrad.backends._numpy_special: the same operations, each region on its own elements
+(``_numpy_on_cpu``; bit-identical), as do erfcx's and log_ndtr's backward factors when no
+graph is recorded.
 """
 
 from __future__ import annotations
