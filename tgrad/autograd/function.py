@@ -12,12 +12,14 @@ from __future__ import annotations
 import functools
 import traceback
 import warnings
+import weakref
 from typing import Any
 
 from tgrad.autograd import profiler_hooks
 from tgrad.autograd.grad_mode import SHARED, STATE
 from tgrad.autograd.node import (
     FREED_MESSAGE,
+    AccumulateGrad,
     HookedSavedTensor,
     Node,
     RawSavedTensor,
@@ -28,6 +30,8 @@ from tgrad.autograd.node import _seq as _node_seq
 
 _NONE_EDGE = (None, 0)
 _new_node = object.__new__
+_weakref = weakref.ref
+_new_saved = object.__new__  # SavedTensor without __init__ (_wire_graph)
 # needs_input_grad of a built-in op under no_grad (its forward reads it as "recording")
 _FALSES = tuple((False,) * n for n in range(9))
 Tensor = None  # tgrad.tensor.Tensor, bound on first use (tensor.py imports this package)
@@ -181,7 +185,16 @@ class BackwardCFunction(Node):
             if self._released:
                 raise RuntimeError(FREED_MESSAGE)
             return tuple(self.to_save)
-        return tuple([None if s is None else s.unpack(self) for s in saved])
+        out = []
+        for s in saved:
+            if s is None:
+                out.append(None)
+            elif (type(s) is SavedTensor and not s.is_output and s.tensor._detached_seq is None
+                  and s.tensor._storage.version == s.version):
+                out.append(s.tensor)  # what s.unpack(self) returns (its checks pass): hot path
+            else:
+                out.append(s.unpack(self))
+        return tuple(out)
 
     @property
     def _raw_saved_tensors(self) -> tuple:
@@ -623,9 +636,21 @@ class Function(metaclass=_FunctionMeta):
             if ctx.dirty_tensors:
                 _plain_dirty(ctx, raw)
             return raw
-        needs = tuple([isinstance(a, Tensor) and (
-            a._requires_grad or (a._base is not None and _stale_view_requires_grad(a)))
-            for a in args])
+        n = len(args)
+        if n == 2:  # (a binary op: the comprehension below, unrolled: hot path)
+            x, y = args
+            needs = (isinstance(x, Tensor) and (x._requires_grad or (
+                         x._base is not None and _stale_view_requires_grad(x))),
+                     isinstance(y, Tensor) and (y._requires_grad or (
+                         y._base is not None and _stale_view_requires_grad(y))))
+        elif n == 1:  # (a unary op)
+            x = args[0]
+            needs = (isinstance(x, Tensor) and (x._requires_grad or (
+                x._base is not None and _stale_view_requires_grad(x))),)
+        else:
+            needs = tuple([isinstance(a, Tensor) and (
+                a._requires_grad or (a._base is not None and _stale_view_requires_grad(a)))
+                for a in args])
         ctx.needs_input_grad = needs
         if prof is not None:
             handle = prof.op_start(cls, args)
@@ -685,16 +710,32 @@ def _wire_graph(ctx, args, outputs, is_tuple):
     ``_in_meta[i]``: (shape, dtype, device) of a tensor input that requires grad, None for a
     tensor that does not, ``_NOT_TENSOR`` otherwise (used to validate returned gradients)."""
     dirty = ctx.dirty_tensors
-    for o in outputs:
-        if isinstance(o, Tensor) and (o._dtype.is_floating_point or o._dtype.is_complex):
-            break
-    else:  # no differentiable output (comparisons, argmax): no node, and the inputs' grad_fn
-        # are not read (a stale split output may still be compared, as in PyTorch); a node
-        # that saves tensors still runs the saving's checks and pack hooks below
-        if not dirty and not ctx.to_save:
-            new_outputs = [_non_differentiable_output(o, args, dirty)
-                           if isinstance(o, Tensor) else o for o in outputs]
-            return tuple(new_outputs) if is_tuple else new_outputs[0]
+    # The common case: one output, a new floating (non-view) tensor that is neither an
+    # input, dirty nor non-differentiable. The general output loop below would take its
+    # plain branch; ``one`` takes it directly (no scan for a differentiable output, no
+    # output lists).
+    one = None
+    if not is_tuple:
+        o = outputs[0]
+        if (type(o) is Tensor and o._dtype.is_floating_point and o._base is None
+                and not dirty and not ctx.non_differentiable):
+            one = o
+            for x in args:
+                if x is o:  # a returned input: the general loop makes its alias
+                    one = None
+                    break
+    if one is None:
+        for o in outputs:
+            if isinstance(o, Tensor) and (o._dtype.is_floating_point or o._dtype.is_complex):
+                break
+        else:  # no differentiable output (comparisons, argmax): no node, and the inputs'
+            # grad_fn are not read (a stale split output may still be compared, as in
+            # PyTorch); a node that saves tensors still runs the saving's checks and pack
+            # hooks below
+            if not dirty and not ctx.to_save:
+                new_outputs = [_non_differentiable_output(o, args, dirty)
+                               if isinstance(o, Tensor) else o for o in outputs]
+                return tuple(new_outputs) if is_tuple else new_outputs[0]
     edges = []
     in_meta = []
     in_entry = None
@@ -710,7 +751,12 @@ def _wire_graph(ctx, args, outputs, is_tuple):
                 else:  # a leaf: its accumulator, alive while a graph uses it (a weakref)
                     ref = a._grad_accumulator
                     acc = ref() if ref is not None else None
-                    edges.append((acc if acc is not None else grad_accumulator(a), 0))
+                    if acc is None:  # grad_accumulator(a), inlined (one per leaf per graph)
+                        acc = _new_node(AccumulateGrad)
+                        acc._seq = next(_node_seq)  # (AccumulateGrad.__init__)
+                        acc.variable = a
+                        a._grad_accumulator = _weakref(acc)
+                    edges.append((acc, 0))
                 in_entry = (a._device._metas.get((a._data.shape, a._dtype))
                             or _meta_entry(a._data.shape, a._dtype, a._device))
                 in_meta.append(in_entry[0])
@@ -724,65 +770,75 @@ def _wire_graph(ctx, args, outputs, is_tuple):
     ctx._edges = tuple(edges)
     # one argument that requires grad (a unary op): its interned 1-tuple
     ctx._in_meta = in_entry[1] if len(args) == 1 and in_entry is not None else tuple(in_meta)
-    if dirty:
-        _check_dirty_returned(dirty, outputs)
-    nondiff = ctx.non_differentiable
-    out_meta = []
-    new_outputs = []
-    entry = None
-    i = 0
-    for o in outputs:
-        if not isinstance(o, Tensor):
-            out_meta.append(None)
-            new_outputs.append(o)
-            i += 1
-            continue
-        if (not (o._dtype.is_floating_point or o._dtype.is_complex)
-                or (nondiff and _is_in(o, nondiff))):
-            o = _non_differentiable_output(o, args, dirty)
-            entry = _meta_entry(o._data.shape, o.dtype, o.device)
-            out_meta.append(entry[0])
-            new_outputs.append(o)
-            i += 1
-            continue
-        if dirty and _is_in(o, dirty):
-            _check_dirty(o)
-            if o._base is not None and o._view_chain is not None:
-                from tgrad.autograd.copy_slices import rebase_base  # in-place on a view: rare
-                rebase_base(o, (ctx, i))
+    if one is not None:  # the general loop's plain branch for output 0 (o._base is None)
+        ctx._out_meta = (one._device._metas.get((one._data.shape, one._dtype))
+                         or _meta_entry(one._data.shape, one._dtype, one._device))[1]
+        one._grad_fn = ctx
+        one._output_nr = 0
+        one._requires_grad = True
+        new_outputs = (one,)  # (for the saved-tensor output check below)
+        result = one
+    else:
+        if dirty:
+            _check_dirty_returned(dirty, outputs)
+        nondiff = ctx.non_differentiable
+        out_meta = []
+        new_outputs = []
+        entry = None
+        i = 0
+        for o in outputs:
+            if not isinstance(o, Tensor):
+                out_meta.append(None)
+                new_outputs.append(o)
+                i += 1
+                continue
+            if (not (o._dtype.is_floating_point or o._dtype.is_complex)
+                    or (nondiff and _is_in(o, nondiff))):
+                o = _non_differentiable_output(o, args, dirty)
                 entry = _meta_entry(o._data.shape, o.dtype, o.device)
                 out_meta.append(entry[0])
                 new_outputs.append(o)
                 i += 1
                 continue
-        else:
-            for x in args:
-                if x is o:  # a returned input: a fresh alias (for a custom Function, a view
-                    o = Tensor(o._data, o._storage, o.device)  # of it, as PyTorch's)
-                    if ctx._forward_cls._returns_views:
-                        o._base = x if x._base is None else x._base
-                    break
-            if o._base is not None and ctx._forward_cls._returns_views:
-                o._custom_function_view = True  # no in-place on it (as PyTorch)
-        entry = (o._device._metas.get((o._data.shape, o._dtype))
-                 or _meta_entry(o._data.shape, o._dtype, o._device))
-        out_meta.append(entry[0])
-        new_outputs.append(o)
-        o._grad_fn = ctx
-        o._output_nr = i
-        o._requires_grad = True
-        if o._base is not None:
-            o._grad_fn_version = o._storage.version
-        i += 1
-    # one tensor output (the common case): its interned 1-tuple
-    ctx._out_meta = entry[1] if len(out_meta) == 1 and entry is not None else tuple(out_meta)
-    # the node drops what it held for the forward only (PyTorch sets these to None): held
-    # on, an output in them and its own grad_fn (the node) made a reference cycle, freed
-    # only by the garbage collector (a mark_dirty output with its whole graph)
-    if dirty:
-        ctx.dirty_tensors = ()
-    if nondiff:
-        ctx.non_differentiable = ()
+            if dirty and _is_in(o, dirty):
+                _check_dirty(o)
+                if o._base is not None and o._view_chain is not None:
+                    from tgrad.autograd.copy_slices import rebase_base  # in-place on a view: rare
+                    rebase_base(o, (ctx, i))
+                    entry = _meta_entry(o._data.shape, o.dtype, o.device)
+                    out_meta.append(entry[0])
+                    new_outputs.append(o)
+                    i += 1
+                    continue
+            else:
+                for x in args:
+                    if x is o:  # a returned input: a fresh alias (for a custom Function, a view
+                        o = Tensor(o._data, o._storage, o.device)  # of it, as PyTorch's)
+                        if ctx._forward_cls._returns_views:
+                            o._base = x if x._base is None else x._base
+                        break
+                if o._base is not None and ctx._forward_cls._returns_views:
+                    o._custom_function_view = True  # no in-place on it (as PyTorch)
+            entry = (o._device._metas.get((o._data.shape, o._dtype))
+                     or _meta_entry(o._data.shape, o._dtype, o._device))
+            out_meta.append(entry[0])
+            new_outputs.append(o)
+            o._grad_fn = ctx
+            o._output_nr = i
+            o._requires_grad = True
+            if o._base is not None:
+                o._grad_fn_version = o._storage.version
+            i += 1
+        # one tensor output (the common case): its interned 1-tuple
+        ctx._out_meta = entry[1] if len(out_meta) == 1 and entry is not None else tuple(out_meta)
+        # the node drops what it held for the forward only (PyTorch sets these to None): held
+        # on, an output in them and its own grad_fn (the node) made a reference cycle, freed
+        # only by the garbage collector (a mark_dirty output with its whole graph)
+        if dirty:
+            ctx.dirty_tensors = ()
+        if nondiff:
+            ctx.non_differentiable = ()
+        result = tuple(new_outputs) if is_tuple else new_outputs[0]
     if ctx.saved_for_forward:
         ctx.saved_for_forward = ()
     to_save = ctx.to_save
@@ -801,12 +857,20 @@ def _wire_graph(ctx, args, outputs, is_tuple):
                 if type(t._storage) is not Storage:  # an inference tensor (InferenceStorage)
                     _check_not_inference_saved(t)
                 is_output = t._grad_fn is ctx and _is_in(t, new_outputs)
-                saved.append(SavedTensor(t, is_output) if hooks is None
-                             else HookedSavedTensor(t, is_output, hooks))
+                if hooks is not None:
+                    saved.append(HookedSavedTensor(t, is_output, hooks))
+                elif is_output:
+                    saved.append(SavedTensor(t, True))
+                else:  # SavedTensor(t, False), inlined (hot path)
+                    s = _new_saved(SavedTensor)
+                    s.version = t._storage.version
+                    s.is_output = False
+                    s.tensor = t
+                    saved.append(s)
         ctx._saved = tuple(saved)  # (a tuple of only None is one object less to track)
     if SHARED.anomaly:
         ctx.metadata["traceback_"] = traceback.format_stack()[:-2]
-    return tuple(new_outputs) if is_tuple else new_outputs[0]
+    return result
 
 
 def _non_differentiable_output(o, args, dirty):

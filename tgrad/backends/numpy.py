@@ -735,6 +735,13 @@ _BOOL_RESULT = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "lo
 def binary(op: str, a, b) -> np.ndarray:
     """``op`` with NumPy broadcasting; a and b share one dtype (or b is a NumPy scalar)."""
     fn = BINARY[op]
+    if a.dtype.itemsize > 2:  # float32/float64 (no float8, no half): the hot path
+        token = _quiet_enter()
+        try:
+            out = fn(a, b)
+        finally:
+            _quiet_exit(token)
+        return out if type(out) is np.ndarray else np.asarray(out)
     if a.dtype.itemsize == 1 and a.dtype in _F8_SET:  # (itemsize first: a cheap test)
         return _float8_binary(op, fn, a, b)
     token = _quiet_enter()

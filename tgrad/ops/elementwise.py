@@ -100,9 +100,12 @@ def _rule_product(name: str, g: Tensor, s) -> Tensor:
     (the same ``be.binary`` on the same arrays); anything else (numbers, promotion, devices,
     shapes that do not broadcast) takes the op itself."""
     if (type(s) is Tensor and type(g) is Tensor and s._dtype is g._dtype
-            and s._device is g._device and g._dtype.is_floating_point and _unobserved()):
-        try:
-            return wrap(backend_of(g).binary(name, g._data, s._data), g._device)
+            and s._device is g._device and g._dtype.is_floating_point
+            # _unobserved(), inlined (a product node's backward runs this twice)
+            and not STATE.enabled and (not _function._FW_ACTIVE or STATE.fw_level is None)
+            and profiler_hooks.ACTIVE is None and STATE.autocast is None):
+        try:  # (wrap, inlined)
+            return Tensor(backend_of(g).binary(name, g._data, s._data), None, g._device)
         except ValueError:
             pass  # not broadcastable (a node called by hand): the op raises its own error
     return _RULE_PRODUCT_OPS[name](g, s)
