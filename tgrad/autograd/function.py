@@ -237,7 +237,8 @@ class BackwardCFunction(Node):
     def apply(self, grads: list) -> tuple:
         if self._released and self._keeps_indices:
             raise RuntimeError(FREED_MESSAGE)
-        if self.materialize_grads:
+        if self.materialize_grads and (len(grads) != 1 or grads[0] is None):
+            # (one output whose gradient came: nothing to fill, the common case)
             for i, g in enumerate(grads):
                 if g is None:
                     meta = self._out_meta[i]

@@ -18,6 +18,7 @@ from tgrad.autograd import function as _function
 from tgrad.autograd import profiler_hooks
 from tgrad.autograd.function import _NOT_TENSOR, Function, differentiable_formula
 from tgrad.autograd.grad_mode import STATE
+from tgrad.backends import _BACKENDS
 from tgrad.backends.numpy import _clamp as _numpy_clamp
 from tgrad.backends.numpy import _relu as _numpy_relu
 from tgrad.ops._common import (
@@ -105,7 +106,8 @@ def _rule_product(name: str, g: Tensor, s) -> Tensor:
             and not STATE.enabled and (not _function._FW_ACTIVE or STATE.fw_level is None)
             and profiler_hooks.ACTIVE is None and STATE.autocast is None):
         try:  # (wrap, inlined)
-            return Tensor(backend_of(g).binary(name, g._data, s._data), None, g._device)
+            be = _BACKENDS.get(g._device.type) or backend_of(g)
+            return Tensor(be.binary(name, g._data, s._data), None, g._device)
         except ValueError:
             pass  # not broadcastable (a node called by hand): the op raises its own error
     return _RULE_PRODUCT_OPS[name](g, s)
@@ -932,7 +934,7 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
             if is_mul and a._dtype.itemsize == 1:  # float8: PyTorch's reduced-float mul
                 _refuse_float8_mul_by_one_value(b._data)
             dev = a._device
-            be = backend_of(a)
+            be = _BACKENDS.get(dev.type) or backend_of(a)  # (backend_of, inlined)
             xa, xb = a._data, b._data
         elif (type(b) is float or (type(b) is int and -_FAST_INT < b < _FAST_INT)) \
                 and type(a) is Tensor and a._dtype.is_floating_point and plain_float:
@@ -990,7 +992,7 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
             out = be.binary(op, xa, xb)
             if narrow_to is not None:
                 out = be.cast(out, narrow_to)
-            y = wrap(out, dev)
+            y = Tensor(out, None, dev)  # (wrap, inlined)
         except ValueError:
             # PyTorch's text, the same on every backend (NumPy's own text differs by backend:
             # a ufunc's on the CPU, np.broadcast_shapes' on cuda)
