@@ -147,3 +147,95 @@ def test_matmul_errors_unchanged():
         tgrad.ones(2, 3) @ tgrad.ones(4, 1)
     with pytest.raises(RuntimeError, match="same dtype"):
         tgrad.ones(2, 3) @ tgrad.ones(3, 1, dtype=tgrad.float64)
+
+
+# ------------------------------------------------------------------ recording fast paths
+# Function.apply / _wire_graph take a one-output branch for a new float non-view output,
+# create a leaf's AccumulateGrad inline, and saved_tensors returns a plain saved tensor
+# without SavedTensor.unpack when its checks pass. The cases below are the ones those
+# guards must send to the general code.
+
+
+def test_leaf_accumulator_is_shared_and_weak():
+    a = tgrad.tensor(X, requires_grad=True)
+    b = tgrad.tensor(Y, requires_grad=True)
+    y, z = a * b, a * 2.0
+    acc = y.grad_fn.next_functions[0][0]
+    assert acc is z.grad_fn.next_functions[0][0]  # one accumulator per leaf
+    assert acc.name() == "AccumulateGrad" and acc.variable is a
+    assert y.grad_fn.next_functions[1][0].variable is b
+    assert acc._seq < y.grad_fn._seq  # numbered before the node that points at it
+    del y, z, acc
+    y = a * b  # the old accumulator died with its graph: a new one
+    assert y.grad_fn.next_functions[0][0].variable is a
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (5,), (3, 4)])
+def test_one_output_branch_metadata(shape):
+    a = tgrad.tensor(RNG.standard_normal(shape), requires_grad=True)
+    x = tgrad.tensor(RNG.standard_normal(shape))
+    y = a * x
+    node = y.grad_fn
+    assert node.name() == "MulBackward0" and y.requires_grad and not y.is_leaf
+    assert y._output_nr == 0 and y._base is None
+    assert node._out_meta == (((*shape,), tgrad.float64, a.device),)
+    assert node._in_meta == (((*shape,), tgrad.float64, a.device), None)
+    assert node.next_functions[1] == (None, 0)
+    y.backward(tgrad.ones_like(y))
+    np.testing.assert_array_equal(a.grad.numpy(), x.numpy())
+
+
+def test_returned_input_and_view_outputs_take_the_general_path():
+    class Identity(tgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2.0
+
+    a = tgrad.tensor(X, requires_grad=True)
+    y = Identity.apply(a)
+    assert y is not a and y._base is a  # a fresh alias, a view of the input (PyTorch's)
+    y.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), np.full(16, 2.0))
+    v = (a * 1.0)[2:5]  # a view output: its grad_fn_version is set by the general loop
+    assert v._base is not None and v.grad_fn.name() == "SliceBackward0"
+
+
+def test_saved_tensor_checks_still_raise():
+    a = tgrad.tensor(X, requires_grad=True)
+    b = tgrad.tensor(Y)
+    y = a * b
+    b.add_(1.0)  # b is saved for a's gradient: the version check fires
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    c = a * 1.0
+    d = c * a  # c (a non-leaf input) is saved, then detached in place
+    c.detach_()
+    with pytest.raises(RuntimeError, match="detached in-place"):
+        d.sum().backward()
+
+
+def test_saved_output_is_an_alias_with_the_node():
+    a = tgrad.tensor(X, requires_grad=True)
+    y = a.exp()  # saves its output
+    (saved,) = [t for t in y.grad_fn.saved_tensors if t is not None]
+    assert saved is not y and saved.grad_fn is y.grad_fn
+    np.testing.assert_array_equal(saved.numpy(force=True), y.numpy(force=True))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32])
+def test_backend_binary_dtypes(dtype):
+    from tgrad.backends import numpy as backend
+    x = (X * 3).astype(dtype)
+    y = (Y * 3).astype(dtype)
+    out = backend.binary("mul", x, y)
+    ref = (x.astype(np.float64) * y.astype(np.float64)).astype(dtype)
+    assert out.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(out, ref)
+    with np.errstate(all="raise"):  # quiet inside, the caller's state kept
+        big = np.full(3, 3e38, np.float32)
+        assert np.isinf(backend.binary("mul", big, big)).all()
+        assert np.geterr()["over"] == "raise"
