@@ -1013,8 +1013,9 @@ def _make_binary(name: str, reads: tuple, rule_a, rule_b):
             tb = b if isinstance(b, Tensor) else None
             if ta is None or tb is None:  # a number operand (tensors go to saved_tensors)
                 ctx.scalars = (a if ta is None else None, b if tb is None else None)
-            ctx.save_for_backward(ta if save_a else None, tb if save_b else None,
-                                  y if save_y else None)
+            # ctx.save_for_backward(...), inlined (it only sets to_save): hot path
+            ctx.to_save = (ta if save_a else None, tb if save_b else None,
+                           y if save_y else None)
         return y
 
     def backward(ctx, g):
