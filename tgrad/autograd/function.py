@@ -12,14 +12,12 @@ from __future__ import annotations
 import functools
 import traceback
 import warnings
-import weakref
 from typing import Any
 
 from tgrad.autograd import profiler_hooks
 from tgrad.autograd.grad_mode import SHARED, STATE
 from tgrad.autograd.node import (
     FREED_MESSAGE,
-    AccumulateGrad,
     HookedSavedTensor,
     Node,
     RawSavedTensor,
@@ -30,7 +28,6 @@ from tgrad.autograd.node import _seq as _node_seq
 
 _NONE_EDGE = (None, 0)
 _new_node = object.__new__
-_weakref = weakref.ref
 _new_saved = object.__new__  # SavedTensor without __init__ (_wire_graph)
 # needs_input_grad of a built-in op under no_grad (its forward reads it as "recording")
 _FALSES = tuple((False,) * n for n in range(9))
@@ -752,12 +749,7 @@ def _wire_graph(ctx, args, outputs, is_tuple):
                 else:  # a leaf: its accumulator, alive while a graph uses it (a weakref)
                     ref = a._grad_accumulator
                     acc = ref() if ref is not None else None
-                    if acc is None:  # grad_accumulator(a), inlined (one per leaf per graph)
-                        acc = _new_node(AccumulateGrad)
-                        acc._seq = next(_node_seq)  # (AccumulateGrad.__init__)
-                        acc.variable = a
-                        a._grad_accumulator = _weakref(acc)
-                    edges.append((acc, 0))
+                    edges.append((acc if acc is not None else grad_accumulator(a), 0))
                 in_entry = (a._device._metas.get((a._data.shape, a._dtype))
                             or _meta_entry(a._data.shape, a._dtype, a._device))
                 in_meta.append(in_entry[0])
