@@ -61,7 +61,6 @@ def _numpy_on_cpu(name: str):
     return deco
 
 
-
 # (lo, hi, centre, coefficients): |x - centre| <= 1, to ~2 ulp
 _ERFCX_PIECES = ((0.0, 2.0, 1.0, _erfcx_taylor(1.0, 33)), (2.0, 4.0, 3.0, _erfcx_taylor(3.0, 26)))
 
