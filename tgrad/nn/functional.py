@@ -583,9 +583,6 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
     target = _check_index_target("nll_loss", target)
     ignore_index = _int_arg("nll_loss_nd", "ignore_index", ignore_index, 5)
     _check_targets_in_range(target, input.shape[axis], ignore_index)
-    keep = target != ignore_index
-    safe = where(keep, target, 0)
-    w = keep.to(input.dtype)
     if weight is not None:
         if weight.shape != (input.shape[axis],):
             raise RuntimeError(f"nll_loss: weight tensor should be defined either for all "
@@ -593,9 +590,43 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
                                f"tensor of shape: {shape_str(weight.shape)}")
         _check_class_weight_dtype("nll_loss", input, weight)
         _not_differentiable("nll_loss_forward", "weight", weight)
-        w = w * weight.detach().to(input.dtype)[safe]
+        weight = weight.detach().to(input.dtype)
+    if _nll_on_numpy(input, target, weight):
+        safe, w, keep = _nll_rows_numpy(input, target, weight, ignore_index)
+    else:
+        keep = target != ignore_index
+        safe = where(keep, target, 0)
+        w = keep.to(input.dtype)
+        if weight is not None:
+            w = w * weight[safe]
     cls = NllLoss if input.ndim <= 2 else NllLoss2d
     return cls.apply(input, safe, w, keep, axis, reduction)
+
+
+_NLL_NP_DTYPES = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
+
+
+def _nll_on_numpy(x: Tensor, target: Tensor, weight) -> bool:
+    """Whether nll_loss runs on the NumPy arrays (nll_loss_fwd/bwd): every tensor on the
+    CPU, x of a dtype those primitives compute as the ops do (not float8)."""
+    return (x.device.type == "cpu" and target.device.type == "cpu"
+            and (weight is None or weight.device.type == "cpu") and x.dtype in _NLL_NP_DTYPES)
+
+
+def _nll_rows_numpy(x: Tensor, target: Tensor, weight, ignore_index: int) -> tuple:
+    """(safe, w, keep) as tensors, computed on the NumPy arrays with the ops' steps:
+    keep = t != ignore_index, safe = t where kept else 0, w = keep (x's dtype), times
+    weight[safe] (weight already of x's dtype; halves multiplied in float32 and rounded)."""
+    import numpy as np
+    t = target._data
+    keep = t != ignore_index
+    safe = np.where(keep, t, 0)
+    dt = x.dtype.np
+    w = keep.astype(dt)
+    if weight is not None:
+        w = backend_of(x).binary("mul", w, weight._data[safe])
+    dev = x.device
+    return wrap(safe, dev), wrap(w, dev), wrap(np.asarray(keep), dev)
 
 
 class NllLoss(Function):
@@ -611,10 +642,14 @@ class NllLoss(Function):
 
     @staticmethod
     def forward(ctx, x, safe, w, keep, axis, reduction):
-        # where, not only * w: ignored rows get exactly 0 (a -inf there stays out)
-        loss = where(keep, -_take_class(x, safe, axis) * w, 0.0)
         ctx.save_for_backward(safe, w, keep)
         ctx.meta = (axis, reduction, tuple(x.shape))
+        if (x.device.type == "cpu" and x.dtype in _NLL_NP_DTYPES
+                and safe.device.type == "cpu" and w.device.type == "cpu"):  # same, in NumPy
+            return wrap(backend_of(x).nll_loss_fwd(x._data, safe._data, w._data, keep._data,
+                                                   axis, reduction), x.device)
+        # where, not only * w: ignored rows get exactly 0 (a -inf there stays out)
+        loss = where(keep, -_take_class(x, safe, axis) * w, 0.0)
         if reduction == "none":
             return loss
         if reduction == "sum":
@@ -627,6 +662,11 @@ class NllLoss(Function):
         from tgrad.ops.index import IndexAdd, normalize_key
         safe, w, keep = ctx.saved_tensors
         axis, reduction, shape = ctx.meta
+        if (g.device.type == "cpu" and g.dtype in _NLL_NP_DTYPES
+                and not differentiable_formula()):  # a plain backward: the same in NumPy
+            return (wrap(backend_of(g).nll_loss_bwd(g._data, safe._data, w._data, keep._data,
+                                                    axis, reduction, shape), g.device),
+                    None, None, None, None, None)
         c = g * w if reduction != "mean" else g * (w / w.sum())
         c = where(keep, -c, 0.0)
         # zeros(shape) with c added at (i, t_i): one position per row, so the same values as
