@@ -21,7 +21,7 @@ from tgrad.backends._numpy_sum import _MAX_RUNNING, flat_blocks, float_sum
 from tgrad.backends._workspace import WORKSPACE as _WORKSPACE
 
 __all__ = ["softmax_fwd", "softmax_bwd", "log_softmax_fwd", "log_softmax_bwd",
-           "cross_entropy_fwd", "cross_entropy_bwd", "nll_loss_fwd", "nll_loss_bwd",
+           "cross_entropy_fwd", "cross_entropy_bwd",
            "layer_norm_fwd", "layer_norm_bwd",
            "gelu_fwd", "gelu_bwd", "silu_fwd", "silu_bwd", "softplus_fwd", "softplus_bwd",
            "dropout_fwd", "dropout_bwd", "grid_sample_fwd", "grid_sample_bwd"]
@@ -245,6 +245,7 @@ def _subtract_onehot(p: np.ndarray, t: np.ndarray, axis: int) -> None:
 # safe's shape in x's dtype (weight[t_i], 0 on ignored rows); keep: bool, safe's shape.
 # The same steps as the op composition NllLoss runs elsewhere (gather, neg, mul, where,
 # sum, div; each rounded to x's dtype, halves computed in float32), so the same bits.
+# CPU only (not in __all__): NllLoss composes tgrad ops on other devices.
 def _mul(a: np.ndarray, b: np.ndarray, dt: np.dtype) -> np.ndarray:
     return _down(np.multiply(_up(a), _up(b)), dt)
 

@@ -646,8 +646,9 @@ class NllLoss(Function):
         ctx.meta = (axis, reduction, tuple(x.shape))
         if (x.device.type == "cpu" and x.dtype in _NLL_NP_DTYPES
                 and safe.device.type == "cpu" and w.device.type == "cpu"):  # same, in NumPy
-            return wrap(backend_of(x).nll_loss_fwd(x._data, safe._data, w._data, keep._data,
-                                                   axis, reduction), x.device)
+            from tgrad.backends import _numpy_nn  # (CPU only: not a backend primitive)
+            return wrap(_numpy_nn.nll_loss_fwd(x._data, safe._data, w._data, keep._data, axis,
+                                               reduction), x.device)
         # where, not only * w: ignored rows get exactly 0 (a -inf there stays out)
         loss = where(keep, -_take_class(x, safe, axis) * w, 0.0)
         if reduction == "none":
@@ -664,8 +665,9 @@ class NllLoss(Function):
         axis, reduction, shape = ctx.meta
         if (g.device.type == "cpu" and g.dtype in _NLL_NP_DTYPES
                 and not differentiable_formula()):  # a plain backward: the same in NumPy
-            return (wrap(backend_of(g).nll_loss_bwd(g._data, safe._data, w._data, keep._data,
-                                                    axis, reduction, shape), g.device),
+            from tgrad.backends import _numpy_nn  # (CPU only: not a backend primitive)
+            return (wrap(_numpy_nn.nll_loss_bwd(g._data, safe._data, w._data, keep._data,
+                                                axis, reduction, shape), g.device),
                     None, None, None, None, None)
         c = g * w if reduction != "mean" else g * (w / w.sum())
         c = where(keep, -c, 0.0)
