@@ -9,6 +9,12 @@ step, best of ``--repeat`` rounds of ``--inner`` steps after ``--inner`` warm-up
     tfm_adamw Embedding(1000, 128), 2 x TransformerEncoderLayer(128, 4 heads, ffn 256, gelu,
               dropout 0.1, batch_first), Linear(128, 1000); batch 16 of 32 tokens,
               cross_entropy over the 512 tokens, AdamW (lr 1e-3)
+    vae_adam  VAE 784-400-20-400-784 (ReLU), batch 128 of binary pixels, reparameterised z
+              (randn_like), binary_cross_entropy_with_logits (sum) + KL, Adam (lr 1e-3)
+    resnet_sgd Conv2d(3, 32, 3)-BN-ReLU, 2 residual blocks (2 x Conv2d(32, 32, 3, no bias)-BN,
+              ReLU after the add), AdaptiveAvgPool2d(1), Linear(32, 10); batch 32 of 3x32x32,
+              cross_entropy with label_smoothing 0.1, SGD (lr 0.1, momentum 0.9, weight decay
+              5e-4)
 
     python perf/bench_train_cpu.py                          # table + perf/out/bench_train_cpu.json
     OPENBLAS_NUM_THREADS=1 python perf/bench_train_cpu.py --compare torch --out ''
@@ -80,16 +86,70 @@ def _tfm_adamw(lib, rng):
     return model, opt, x, y
 
 
-CASES = {"mlp_adam": _mlp_adam, "cnn_sgd": _cnn_sgd, "tfm_adamw": _tfm_adamw}
+def _vae_adam(lib, rng):
+    nn, fn = lib.nn, lib.nn.functional
+    lib.manual_seed(0)
+
+    class VAE(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = nn.Sequential(nn.Linear(784, 400), nn.ReLU())
+            self.mu, self.logvar = nn.Linear(400, 20), nn.Linear(400, 20)
+            self.dec = nn.Sequential(nn.Linear(20, 400), nn.ReLU(), nn.Linear(400, 784))
+
+        def forward(self, x):  # (128, 784) -> the loss (a 0-d tensor)
+            h = self.enc(x)
+            mu, logvar = self.mu(h), self.logvar(h)
+            z = mu + lib.randn_like(mu) * lib.exp(0.5 * logvar)
+            rec = fn.binary_cross_entropy_with_logits(self.dec(z), x, reduction="sum")
+            return rec - 0.5 * lib.sum(1 + logvar - mu.pow(2) - logvar.exp())
+
+    model = VAE()
+    opt = lib.optim.Adam(model.parameters(), lr=1e-3)
+    x = lib.tensor((rng.random((128, 784)) > 0.5).astype(np.float32))
+    return model, opt, x, None
+
+
+def _resnet_sgd(lib, rng):
+    nn, fn = lib.nn, lib.nn.functional
+    lib.manual_seed(0)
+
+    class Block(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.c1, self.b1 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+            self.c2, self.b2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+
+        def forward(self, x):
+            return fn.relu(x + self.b2(self.c2(fn.relu(self.b1(self.c1(x))))))
+
+    model = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+                          Block(32), Block(32), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                          nn.Linear(32, 10))
+    opt = lib.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
+    x = lib.tensor(rng.standard_normal((32, 3, 32, 32)).astype(np.float32))
+    y = lib.tensor(rng.integers(0, 10, 32))
+    return model, opt, x, y
+
+
+CASES = {"mlp_adam": _mlp_adam, "cnn_sgd": _cnn_sgd, "tfm_adamw": _tfm_adamw,
+         "vae_adam": _vae_adam, "resnet_sgd": _resnet_sgd}
+# cross_entropy's label_smoothing per case (a case whose model returns its own loss has y None)
+_LABEL_SMOOTHING = {"resnet_sgd": 0.1}
 
 
 def step_ms(lib, case: str, repeat: int, inner: int) -> float:
     """Best ms per training step of ``case`` built with ``lib`` (tgrad or torch)."""
     model, opt, x, y = CASES[case](lib, np.random.default_rng(0))
 
+    smoothing = _LABEL_SMOOTHING.get(case, 0.0)
+
     def step():
         opt.zero_grad()
-        lib.nn.functional.cross_entropy(model(x), y).backward()
+        out = model(x)
+        loss = out if y is None else lib.nn.functional.cross_entropy(
+            out, y, label_smoothing=smoothing)
+        loss.backward()
         opt.step()
 
     return best_ms(step, repeat, inner, warmup=inner)

@@ -291,5 +291,6 @@ def test_bench_train_cpu_runs_and_writes_json(tmp_path, capsys):
     assert "ms per training step" in capsys.readouterr().out
     data = json.loads((tmp_path / "bench_train_cpu.json").read_text())
     assert data["schema"] == "tgrad-bench-train-cpu/1"
-    assert [r["case"] for r in data["results"]] == ["mlp_adam", "cnn_sgd", "tfm_adamw"]
+    assert [r["case"] for r in data["results"]] == ["mlp_adam", "cnn_sgd", "tfm_adamw", "vae_adam",
+                                                    "resnet_sgd"]
     assert all(r["tgrad_ms"] > 0 for r in data["results"])
