@@ -1,12 +1,12 @@
 """The CPU primitives of a convolution (tgrad/backends/_numpy_conv.py, taken by Convolution in
-tgrad/nn/_conv.py for float32/float64 CPU tensors) against the composite they replace
-(Im2Col, the batched matmuls, Col2Im and the crop), forced by monkeypatching
-``_conv._fast_conv``: bit-identical outputs and gradients over 1-, 2- and 3-d kernels,
-strides, padding (also 'same'), dilation, groups, non-contiguous inputs and gradients,
-NaN / inf / -0.0 values, unbatched and empty inputs; the workspace (its arrays are never a
-tensor's memory, reuse across calls and a retained graph's second backward), gradcheck
-and gradgradcheck in float64 (the create_graph path), forward-mode AD, and halves still
-taking the composite."""
+tgrad/nn/_conv.py for float32/float64 CPU tensors) against the composite they replace (Im2Col,
+the batched matmuls, Col2Im and the crop), forced by monkeypatching ``_conv._fast_conv``:
+bit-identical outputs and gradients over 1-, 2- and 3-d kernels, strides, padding (also
+'same'), dilation, groups, non-contiguous inputs and gradients, NaN / inf / -0.0 values,
+unbatched and empty inputs, any chunk of samples; the workspace (its arrays are never a
+tensor's memory, reuse across calls and a retained graph's second backward), gradcheck and
+gradgradcheck in float64 (the create_graph path), forward-mode AD, and halves still taking the
+composite."""
 
 from __future__ import annotations
 
@@ -91,6 +91,26 @@ def test_conv_fast_path_is_bit_identical_to_the_composite(monkeypatch, dt, case)
         fast, slow = _both(monkeypatch, xs, ws, kw, dt, bias=bias, special=special,
                            noncontig=noncontig)
         assert fast == slow, (xs, ws, kw, bias, special, noncontig)
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 3000, 1 << 40])
+@pytest.mark.parametrize("case", [0, 2, 7, 8])
+def test_conv_fast_path_is_bit_identical_for_any_chunk_of_samples(monkeypatch, chunk_bytes,
+                                                                   case):
+    # one sample per chunk, a few (with a shorter last chunk), the whole batch at once
+    monkeypatch.setattr(_numpy_conv, "CHUNK_BYTES", chunk_bytes)
+    xs, ws, kw = CASES[case]
+    for dt in (np.float32, np.float64):
+        fast, slow = _both(monkeypatch, xs, ws, kw, dt, bias=True, special=True,
+                           noncontig=True)
+        assert fast == slow, (xs, ws, kw, dt)
+
+
+def test_chunks_cover_the_batch_in_order():
+    assert _numpy_conv._chunks(0, 10) == []
+    assert _numpy_conv._chunks(7, _numpy_conv.CHUNK_BYTES // 3) == [(0, 3), (3, 6), (6, 7)]
+    assert _numpy_conv._chunks(2, 0) == [(0, 2)]
+    assert _numpy_conv._chunks(3, 1 << 40) == [(0, 1), (1, 2), (2, 3)]
 
 
 @pytest.mark.parametrize("need_x, need_w", [(False, True), (True, False)])
