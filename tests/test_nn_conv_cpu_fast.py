@@ -98,6 +98,7 @@ def test_conv_fast_path_is_bit_identical_to_the_composite(monkeypatch, dt, case)
 def test_conv_fast_path_is_bit_identical_for_any_chunk_of_samples(monkeypatch, chunk_bytes,
                                                                    case):
     # one sample per chunk, a few (with a shorter last chunk), the whole batch at once
+    monkeypatch.setattr(_numpy_conv, "BATCH_BYTES", 0)
     monkeypatch.setattr(_numpy_conv, "CHUNK_BYTES", chunk_bytes)
     xs, ws, kw = CASES[case]
     for dt in (np.float32, np.float64):
@@ -106,10 +107,12 @@ def test_conv_fast_path_is_bit_identical_for_any_chunk_of_samples(monkeypatch, c
         assert fast == slow, (xs, ws, kw, dt)
 
 
-def test_chunks_cover_the_batch_in_order():
-    assert _numpy_conv._chunks(0, 10) == []
-    assert _numpy_conv._chunks(7, _numpy_conv.CHUNK_BYTES // 3) == [(0, 3), (3, 6), (6, 7)]
+def test_chunks_cover_the_batch_in_order(monkeypatch):
+    assert _numpy_conv._chunks(0, 10) == [(0, 0)]
     assert _numpy_conv._chunks(2, 0) == [(0, 2)]
+    assert _numpy_conv._chunks(5, _numpy_conv.BATCH_BYTES // 5) == [(0, 5)]  # one chunk
+    monkeypatch.setattr(_numpy_conv, "BATCH_BYTES", 0)
+    assert _numpy_conv._chunks(7, _numpy_conv.CHUNK_BYTES // 3) == [(0, 3), (3, 6), (6, 7)]
     assert _numpy_conv._chunks(3, 1 << 40) == [(0, 1), (1, 2), (2, 3)]
 
 
