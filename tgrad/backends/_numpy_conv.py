@@ -31,9 +31,6 @@ __all__ = ["FAST_DTYPES", "WORKSPACE", "Workspace", "conv_bwd", "conv_fwd"]
 FAST_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 _FULL = slice(None)
 
-
-
-
 # A batch whose columns (or their gradient) take more than BATCH_BYTES goes through in
 # chunks of samples of about CHUNK_BYTES of columns: they stay in cache between the im2col
 # copy, the matmul and col2im's adds, instead of a pass over all N samples' columns (37.7
