@@ -101,6 +101,18 @@ def _giles(w: np.ndarray, y: np.ndarray) -> np.ndarray:
     return p * y
 
 
+def _fraction(x: np.ndarray, last: int) -> np.ndarray:
+    """erfs._erfcx_fraction: f_last = x + (last/2) / (x + ((last+1)/2) / (x + ...)), 40
+    levels in all, in a new array (x >= 2.5). Each level as the composite computes it: a
+    tensor's number / t is t.reciprocal() * number, so (k/2) / f rounds twice."""
+    f = x.copy()
+    for k in range(ERFCX_FRACTION_LEVELS, last - 1, -1):  # f_k = x + (k/2) / f_(k+1)
+        np.reciprocal(f, out=f)
+        f *= k / 2
+        f += x
+    return f
+
+
 def _erfcx_pos(x: np.ndarray) -> np.ndarray:
     """erfcx(x) for finite x >= 0 (erfs._erfcx_pos): Taylor about 1 on [0, 2), about 3 on
     [2, 4), 1/sqrt(pi) / f_1 beyond (f_1 the continued fraction of erfs._erfcx_fraction)."""
@@ -112,12 +124,7 @@ def _erfcx_pos(x: np.ndarray) -> np.ndarray:
         val = _horner(coef2, np.minimum(xb, hi2) - c2)
         far = np.flatnonzero(xb >= hi2)
         if far.size:
-            xf = xb.take(far)
-            f = xf.copy()
-            for k in range(ERFCX_FRACTION_LEVELS, 0, -1):  # f_k = x + (k/2) / f_(k+1)
-                np.reciprocal(f, out=f)  # (a tensor's number / t is t.reciprocal() *
-                f *= k / 2  # number, so the composite's (k/2) / f rounds twice)
-                f += xf
+            f = _fraction(xb.take(far), 1)
             val.put(far, 1.0 / (f * _SQRT_PI))
         out.put(big, val)
     return out
@@ -303,13 +310,7 @@ def erfcx_grad_factor(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         d = xf * yf * 2.0 - 2 / _SQRT_PI
         big = np.flatnonzero(xf >= 2.5)
         if big.size:
-            xb = xf.take(big)
-            f = xb.copy()
-            for k in range(ERFCX_FRACTION_LEVELS, 1, -1):  # (as in _erfcx_pos)
-                np.reciprocal(f, out=f)  # (as in _erfcx_pos)
-                f *= k / 2
-                f += xb
-            d.put(big, -yf.take(big) / f)
+            d.put(big, -yf.take(big) / _fraction(xf.take(big), 2))
     return d.reshape(x.shape)
 
 
