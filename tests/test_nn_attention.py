@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 from interpreted import run_json
+from test_nn_rnn_fused import graph_node_names
 
 import tgrad
 import tgrad.nn as nn
@@ -313,19 +314,6 @@ def test_module_add_bias_kv_and_zero_attn():
 
 
 # ------------------------------------------- packed in-projections (query is key is value)
-def _graph_names(y) -> list:
-    """The names of the nodes of y's graph (each node once)."""
-    seen, stack, names = set(), [y.grad_fn], []
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        names.append(type(node).__name__)
-        stack.extend(nxt for nxt, _ in node.next_functions)
-    return names
-
-
 @pytest.mark.parametrize("batch_first", [False, True])
 @pytest.mark.parametrize("need_weights", [True, False])
 @pytest.mark.parametrize("masks", [False, True])
@@ -371,13 +359,13 @@ def test_packed_projections_graph():
     m = _module(batch_first=True)
     x = tgrad.tensor(np.random.default_rng(12).standard_normal((2, 3, 8)), requires_grad=True)
     for need_weights in (False, True):
-        names = _graph_names(m(x, x, x, need_weights=need_weights)[0])
+        names = graph_node_names(m(x, x, x, need_weights=need_weights)[0])
         assert names.count("AddmmBackward0") == 2 and names.count("UnbindBackward0") == 1
         assert names.count("BmmBackward0") == 2 and names.count("CloneBackward0") == 2
         for absent in ("MmBackward0", "SliceBackward0", "WhereBackward0", "ExpandBackward0"):
             assert absent not in names
     mem = tgrad.tensor(np.random.default_rng(13).standard_normal((2, 4, 8)))
-    names = _graph_names(m(x, mem, mem, need_weights=False)[0])  # q: linear's mm + add
+    names = graph_node_names(m(x, mem, mem, need_weights=False)[0])  # q: linear's mm + add
     assert names.count("AddmmBackward0") == 2 and names.count("MmBackward0") == 1
     assert names.count("UnbindBackward0") == 1
     assert names.count("SplitWithSizesBackward0") == 2 and "SliceBackward0" not in names
