@@ -316,3 +316,102 @@ def test_clamp_op_values_grads_and_signed_zero_ties():
     xs = tgrad.tensor(rng.standard_normal((3, 5)), requires_grad=True)
     assert tgrad.autograd.gradcheck(lambda t: tgrad.clamp(t, -0.5, 0.5), (xs,))
     assert tgrad.autograd.gradgradcheck(lambda t: tgrad.clamp(t * t, -0.5, 0.5) * t, (xs,))
+
+
+GATHER_KEYS = [  # (x shape, key arrays' shapes and ranges) for the all-array gather path
+    ((256, 256), [((256, 1), 256), ((256, 64), 256)]),   # gather's key along dim 1
+    ((5, 7, 3), [((5, 1, 1), 5), ((1, 4, 1), 7), ((5, 4, 3), 3)]),
+    ((17, 1), [((9,), 17), ((9,), 1)]),
+    ((3, 4), [((0,), 3), ((0,), 4)]),  # empty key
+    ((1023, 2), [((1025,), 1023), ((1,), 2)]),
+]
+
+
+@pytest.mark.parametrize("shape,keys", GATHER_KEYS)
+@pytest.mark.parametrize("kdt", [np.int64, np.int32, np.uint8])
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.complex64, ml_dtypes.bfloat16])
+def test_numpy_backend_gather_flat_positions_is_numpy_indexing(shape, keys, kdt, dt):
+    # one take at sum_d key[d] * stride[d]: NumPy's multi-array indexing, bit for bit
+    rng = np.random.default_rng(len(shape))
+    x = rng.standard_normal(shape).astype(dt)
+    key = tuple(rng.integers(0, min(hi, 256), s).astype(kdt) for s, hi in keys)
+    assert nb._flat_positions(key, x.shape, x.strides, x.itemsize) is not None
+    got, want = nb.gather(x, key), x[key]
+    assert got.dtype == want.dtype and got.flags.c_contiguous
+    assert got.shape == want.shape and got.tobytes() == want.tobytes()
+
+
+def test_numpy_backend_gather_flat_positions_leaves_negatives_and_misses_to_numpy():
+    x = np.arange(12.0).reshape(3, 4)
+    rows, cols = np.array([0, 2]), np.array([-1, 3])
+    assert nb._flat_positions((rows, cols), x.shape, x.strides, 8) is None
+    assert np.array_equal(nb.gather(x, (rows, cols)), x[rows, cols])  # -1 wraps: [3, 11]
+    for bad in ((np.array([3]), np.array([0])), (np.array([0]), np.array([4]))):
+        assert nb._flat_positions(bad, x.shape, x.strides, 8) is None
+        with pytest.raises(IndexError):
+            nb.gather(x, bad)
+    with pytest.raises(IndexError):  # through an op: tgrad's text, not a wrong element
+        tgrad.tensor(x)[tgrad.tensor([0]), tgrad.tensor([4])]
+    with pytest.raises(RuntimeError, match="index 4 is out of bounds for dimension 1"):
+        tgrad.gather(tgrad.tensor(x), 1, tgrad.tensor([[4]]))
+    with pytest.raises(RuntimeError, match="index -1 is out of bounds for dimension 1"):
+        tgrad.gather(tgrad.tensor(x), 1, tgrad.tensor([[0], [-1]]))
+
+
+@pytest.mark.parametrize("shape,dims", [((1, 5), (0,)), ((4, 1), (1,)), ((3, 5), (0, 1)),
+                                        ((2, 0, 3), (2,)), ((17,), (0,))])
+def test_flip_on_the_cpu_is_a_fresh_row_major_copy(shape, dims):
+    # np.flip's view, copied: never x's memory (a flipped size-1 dim is "contiguous")
+    a = np.random.default_rng(0).standard_normal(shape)
+    x = tgrad.tensor(a)
+    y = tgrad.flip(x, dims)
+    assert np.array_equal(y.numpy(), np.flip(a, dims)) and y.is_contiguous()
+    y.add_(1.0)
+    assert np.array_equal(x.numpy(), a)
+    rev = tuple(range(a.ndim - 1, -1, -1))
+    t = tgrad.tensor(a.T.copy()).permute(*rev)  # a non-contiguous input
+    assert np.array_equal(tgrad.flip(t, dims).numpy(), np.flip(a, dims))
+
+
+def _diag_embed_reference(a: np.ndarray, offset: int, d1: int, d2: int) -> np.ndarray:
+    n = a.shape[-1]
+    m = n + abs(offset)
+    out = np.zeros(a.shape[:-1] + (m, m), a.dtype)
+    for i in range(n):
+        out[..., i + max(-offset, 0), i + max(offset, 0)] = a[..., i]
+    nd = a.ndim + 1
+    d1, d2 = d1 % nd, d2 % nd
+    rest = iter(range(nd - 2))
+    order = [nd - 2 if k == d1 else nd - 1 if k == d2 else next(rest) for k in range(nd)]
+    return out.transpose(order)
+
+
+@pytest.mark.parametrize("offset", [-2, -1, 0, 1, 3])
+@pytest.mark.parametrize("shape,dims", [((4,), (-2, -1)), ((2, 3), (0, 2)), ((2, 3), (2, 0)),
+                                        ((2, 5, 3), (1, -1)), ((0, 3), (-2, -1)),
+                                        ((2, 0), (0, 1)), ((1, 17), (-1, 0))])
+def test_diag_embed_cpu_path_against_a_loop(offset, shape, dims):
+    rng = np.random.default_rng(sum(shape))
+    a = rng.standard_normal(shape)
+    for x in (tgrad.tensor(a), tgrad.tensor(np.ascontiguousarray(a.T)).permute(
+            *range(a.ndim - 1, -1, -1))):  # contiguous, and a transposed view
+        y = tgrad.diag_embed(x, offset, *dims)
+        want = _diag_embed_reference(a, offset, *dims)
+        assert y.shape == want.shape and y.is_contiguous()
+        assert np.array_equal(y.numpy(), want)
+    xg = tgrad.tensor(a, requires_grad=True)
+    if xg.numel():
+        assert tgrad.autograd.gradcheck(lambda t: tgrad.diag_embed(t, offset, *dims), (xg,))
+        assert tgrad.autograd.gradgradcheck(lambda t: tgrad.diag_embed(t, offset, *dims),
+                                            (xg,))
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (17, 4), (0, 3)])
+def test_trace_reads_the_diagonal_view(shape):
+    a = np.random.default_rng(3).standard_normal(shape)
+    for x in (tgrad.tensor(a), tgrad.tensor(a.T.copy()).t()):
+        assert tgrad.trace(x).item() == np.add.reduce(np.diagonal(a).copy())
+    xg = tgrad.tensor(a, requires_grad=True)
+    tgrad.trace(xg).backward()
+    assert np.array_equal(xg.grad.numpy(), np.eye(*shape))
+    assert tgrad.autograd.gradgradcheck(tgrad.trace, (xg,))

@@ -1414,8 +1414,29 @@ def gather(x: np.ndarray, key) -> np.ndarray:
         # index_select along a later dim (im2col's columns): np.take writes the C-contiguous
         # result directly, where x[key] built NumPy's layout and copied it
         return np.take(x, key[-1], axis=len(key) - 1)
+    if (type(key) is tuple and 1 < len(key) == x.ndim and x.flags.c_contiguous
+            and all(type(k) is np.ndarray and k.dtype.kind in "iu" for k in key)):
+        flat = _flat_positions(key, x.shape, x.strides, x.itemsize)
+        if flat is not None:  # gather's key (index at dim, aranges elsewhere) and the like
+            return x.reshape(-1).take(flat)
     out = np.asarray(x[key])
     return out if out.flags.c_contiguous else out.copy(order="C")
+
+
+def _flat_positions(key: tuple, shape: tuple, strides: tuple, itemsize: int):
+    """The flat (element) positions sum_d key[d] * stride[d] that an all-array key (one
+    integer array per dim, broadcast together) reads in a C-contiguous array, or None when
+    some value is negative or past its dim (NumPy's indexing then wraps or raises). One
+    take from these is ~3x faster than NumPy's multi-array indexing (x[rows, idx] of a
+    (256, 256) x and a (256, 64) idx: 39 -> 12 us)."""
+    flat = None
+    for k, n, st in zip(key, shape, strides):
+        # one pass: as unsigned, a negative value is >= 2^(bits - 1), past any size
+        if k.size and k.view(k.dtype.str.replace("i", "u")).max() >= n:
+            return None
+        term = k * np.int64(st // itemsize)  # (int64: an int32 index times a stride)
+        flat = term if flat is None else flat + term
+    return flat
 
 
 def index_put_(dst: np.ndarray, key, values) -> None:

@@ -347,6 +347,8 @@ class Flip(Function):
         ctx.dims = dims
         if x.ndim == 0 or not dims:
             return x.clone()
+        if x.device.type == "cpu":  # the reversed view, copied row-major (as the gathers)
+            return wrap(np.flip(x._data, dims).copy(order="C"), x.device)
         out = x
         for d in dims:  # one index_select per dim (every backend's gather)
             out = index_select(out, d, arange(x.shape[d] - 1, -1, -1, device=x.device))

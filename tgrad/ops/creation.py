@@ -768,6 +768,10 @@ def arange(start=None, end=None, step=1, dtype=None, device=None,
     length is ceil((end - start) / step) of the given numbers and the values are
     trunc(start) + i * trunc(step), wrapped to the dtype: ``arange(1.8, 0, -1.41,
     dtype=int32)`` is [1, 0], ``arange(2.0, -1, -0.4, dtype=int32)`` is eight 2s."""
+    if type(start) is int and end is None and type(step) is int and step == 1 and \
+            dtype is None and not requires_grad and layout is None and not pin_memory \
+            and start >= 0:  # arange(n): the common case, without the checks below
+        return _finish(np.arange(start, dtype=np.int64), device, False)
     if pin_memory:
         check_pin_memory("arange", device)
     check_layout("arange", layout)

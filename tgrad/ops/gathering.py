@@ -62,7 +62,11 @@ def _check_index(op: str, input: Tensor, index, dim: int, size: int,  # noqa: A0
     if checked_on_device(f"{op}():", index, size, dim, input.shape):
         return False
     if index.numel():
-        lo, hi = int(index.min()), int(index.max())
+        a = index._data  # (a CPU tensor here: cuda returned above)
+        # one pass: as unsigned, a negative index is >= 2^31 (2^63) and so >= size too
+        if a.view(a.dtype.str.replace("i", "u")).max() < size:
+            return False
+        lo, hi = int(a.min()), int(a.max())
         bad = lo if lo < 0 else hi if hi >= size else None
         if bad is not None:
             raise error(f"{op}(): index {bad} is out of bounds for dimension {dim} with "

@@ -151,14 +151,22 @@ class DiagEmbed(Function):
         nd = x.ndim + 1
         n = x.shape[-1]
         m = n + abs(offset)
-        out = zeros(x.shape[:-1] + (m, m), dtype=x.dtype, device=x.device)
-        i = arange(n, device=x.device)
-        out[..., i + max(-offset, 0), i + max(offset, 0)] = x
         order = [None] * nd
         order[wd[0]], order[wd[1]] = nd - 2, nd - 1
         rest = iter(range(nd - 2))
+        order = [next(rest) if o is None else o for o in order]
+        if x.device.type == "cpu":  # x written through a strided view of out's diagonal:
+            # element (i + r0, i + c0) of an m x m plane is r0 m + c0 + i (m + 1) in it
+            out = np.zeros(x.shape[:-1] + (m, m), x.dtype.np)
+            flat = out.reshape(x.shape[:-1] + (m * m,))
+            flat[..., max(-offset, 0) * m + max(offset, 0)::m + 1][..., :n] = x._data
+            plain = order == sorted(order)
+            return wrap(out if plain else out.transpose(order).copy(order="C"), x.device)
+        out = zeros(x.shape[:-1] + (m, m), dtype=x.dtype, device=x.device)
+        i = arange(n, device=x.device)
+        out[..., i + max(-offset, 0), i + max(offset, 0)] = x
         # a new row-major tensor, as PyTorch's (not a view of the (..., m, m) temporary)
-        y = permute(out, [next(rest) if o is None else o for o in order])
+        y = permute(out, order)
         return wrap(backend_of(x).clone(y._data), x.device)
 
     @staticmethod

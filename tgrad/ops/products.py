@@ -22,7 +22,7 @@ from tgrad.ops._common import (
 )
 from tgrad.ops.creation import arange, zeros
 from tgrad.ops.elementwise import node_variant
-from tgrad.ops.index import IndexAdd, getitem, normalize_key
+from tgrad.ops.index import IndexAdd, normalize_key
 from tgrad.ops.matmul import (
     _REAL,
     ADDMM_DTYPES,
@@ -322,7 +322,7 @@ class Trace(Function):
     """y = sum_i x[i, i] of a 2-D x (n, m) -> 0-d: one node, PyTorch's TraceBackward0.
     dx = g on the main diagonal, 0 elsewhere ((n, m): g expanded to the diagonal's length
     and index-added at it, so it differentiates again). Saves the diagonal's key (two
-    aranges of min(n, m)), as the indexing it replaces did."""
+    aranges of min(n, m)) is built there."""
 
     name = "trace"
     node_name = "TraceBackward0"
@@ -330,14 +330,14 @@ class Trace(Function):
 
     @staticmethod
     def forward(ctx, x):
-        rows = arange(min(x.shape), device=x.device)
-        ctx.key = normalize_key((rows, rows), x.device, 2)[0]
-        ctx.shape, ctx.length = x.shape, rows.shape
-        return getitem(x, (rows, rows)).sum()
+        ctx.shape = x.shape
+        return x.diagonal().sum()  # (a strided view of x: its diagonal is not copied)
 
     @staticmethod
     def backward(ctx, g):
-        return IndexAdd.apply(g.expand(ctx.length), ctx.key, ctx.shape)
+        rows = arange(min(ctx.shape), device=g.device)
+        key = normalize_key((rows, rows), g.device, 2)[0]
+        return IndexAdd.apply(g.expand(rows.shape), key, ctx.shape)
 
 
 @tensor_method("trace")
