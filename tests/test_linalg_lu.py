@@ -517,8 +517,10 @@ def test_det_hessian_nan_of_one_singular_matrix_stays_in_it():
 
 def _both_paths(monkeypatch, fn):
     """fn() with the CPU loops on NumPy arrays (host_loop) and with the tgrad-op loops
-    (the GPU's), as NumPy arrays."""
-    from tgrad.linalg import _lu, _triangular
+    (the GPU's), as NumPy arrays; LAPACK's CPU fast paths off (they are tested against
+    float64 references in test_linalg_lapack_cpu.py)."""
+    from tgrad.linalg import _host_lapack, _lu, _triangular
+    monkeypatch.setattr(_host_lapack, "LAPACK_ON_CPU", False)
     host = [x.numpy() for x in fn()]
     for mod in (_lu, _triangular):
         monkeypatch.setattr(mod, "host_loop", lambda *ts: False)

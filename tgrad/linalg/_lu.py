@@ -3,7 +3,9 @@
 ``det``, ``slogdet`` (with ``_ex`` forms returning LAPACK's ``info``), and the
 ``torch.inverse`` / ``det`` / ``logdet`` / ``slogdet`` aliases. Compositions of tgrad ops,
 batched over leading dims; the factorisation is n steps of vector ops (O(n) launches on a
-GPU), like cholesky's; on the CPU the same steps run on the NumPy array (``_getrf_host``).
+GPU), like cholesky's; on the CPU the same steps run on the NumPy array (``_getrf_host``),
+and solve / inv / slogdet / float32 det go to np.linalg's LAPACK where it applies
+(``_host_lapack``: not for a singular matrix in the batch, NaN/inf, empty tensors).
 
     A = P L U          L unit lower, U upper, packed in one matrix LU as LAPACK's getrf;
                        row k swapped with the row of the largest |entry| at or below it in
@@ -15,7 +17,8 @@ GPU), like cholesky's; on the CPU the same steps run on the NumPy array (``_getr
     slogdet (s, l = log|d|):           gA = g_l A^{-H}   (s is not differentiable)
 
 The backward rules call ``solve`` itself, so they are differentiable again (double
-backward works). Without create_graph, solve's backward reuses the forward's LU instead.
+backward works). Without create_graph, solve's backward reuses the forward's LU instead
+(after the CPU's LAPACK forward, tgrad/linalg/_host_lapack.py: gesv of A^H).
 At a singular A, det's gradient (the cofactor matrix) comes from the SVD instead (finite,
 as PyTorch's); slogdet's is inf/NaN there (log|det| has no finite derivative).
 """
@@ -31,6 +34,7 @@ from tgrad import dtypes, return_types
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import is_grad_enabled, no_grad
+from tgrad.linalg import _host_lapack as lapack
 from tgrad.linalg._triangular import (
     LinAlgError,
     _check_square,
@@ -201,6 +205,11 @@ class LinalgSolve(Function):
 
     @staticmethod
     def forward(ctx, A, B):
+        fast = _host_solve(A, B, lambda a, b: lapack.solve(a, b))
+        if fast is not None:  # CPU: LAPACK's gesv (no factors kept: see backward)
+            ctx.factors = None
+            ctx.save_for_backward(A, fast[0])
+            return fast
         f = _lu(A)
         X = lu_substitute(f.LU, f.perm, B)
         ctx.factors = f
@@ -210,8 +219,9 @@ class LinalgSolve(Function):
     @staticmethod
     def backward(ctx, gX, _ginfo):
         A, X = ctx.saved_tensors
-        if differentiable_formula():  # create_graph or forward over reverse: a
-            # differentiable solve (double backward, tangents)
+        if differentiable_formula() or ctx.factors is None:  # create_graph or forward
+            # over reverse: a differentiable solve (double backward, tangents); a plain
+            # backward after the CPU's gesv: gesv of A^H (this node's forward again)
             gB = _solve(A.mH, gX)
         else:
             gB = lu_substitute(ctx.factors.LU, ctx.factors.perm, gX, adjoint=True)
@@ -229,16 +239,35 @@ class LinalgInv(LinalgSolve):
 
     @staticmethod
     def forward(ctx, A, B):
-        f = _lu(A)
-        X = lu_substitute(f.LU, f.perm, B)
+        fast = _host_solve(A, B, lambda a, b: lapack.inv(a))  # CPU: LAPACK's gesv
+        X, info = fast if fast is not None else _lu_solve(A, B)
         ctx.save_for_backward(X)  # not A: changing A in place before backward is fine
-        return X, f.info
+        return X, info
 
     @staticmethod
     def backward(ctx, gX, _ginfo):
         (X,) = ctx.saved_tensors
         Xh = X.mH
         return -(Xh @ gX @ Xh), None
+
+
+def _lu_solve(A: Tensor, B: Tensor) -> tuple:
+    """(X, info) of A X = B by ``_lu`` and two triangular solves."""
+    f = _lu(A)
+    return lu_substitute(f.LU, f.perm, B), f.info
+
+
+def _host_solve(A: Tensor, B: Tensor, fn) -> tuple | None:
+    """(X, info = 0) from ``fn`` (a _host_lapack solver of A's and B's NumPy arrays, same
+    batch shape) on the CPU, or None where it does not apply (the caller's LU loop then
+    gives inf/NaN and info for a singular matrix)."""
+    if not host_loop(A, B):
+        return None
+    x = fn(A.detach().numpy(), B.detach().numpy())
+    if x is None:
+        return None
+    info = zeros(tuple(A.shape[:-2]), dtype=dtypes.int32, device=A.device)
+    return wrap(np.ascontiguousarray(x), A.device), info
 
 
 def _solve(A: Tensor, B: Tensor) -> Tensor:
@@ -439,6 +468,11 @@ class LinalgDet(Function):
 
     @staticmethod
     def forward(ctx, A):
+        d = lapack.det(A.detach().numpy()) if host_loop(A) else None
+        if d is not None:  # CPU float32 / complex64: LAPACK in double precision
+            d = wrap(d, A.device)
+            ctx.save_for_backward(A, d, None, None)
+            return d
         f = _lu(A)
         d = f.sign * prod(f.LU.diagonal(dim1=-2, dim2=-1), -1)
         ctx.save_for_backward(A, d, f.LU, f.perm)
@@ -447,6 +481,15 @@ class LinalgDet(Function):
     @staticmethod
     def backward(ctx, g):
         A, d, LU, perm = ctx.saved_tensors
+        if not is_grad_enabled() and host_loop(A):
+            # CPU float32 / complex64: conj(d) A^{-H} in double precision (d and A^{-H}
+            # both accurate there, no cancellation to rely on); None at a singular A
+            cof = lapack.det_cofactors(A.detach().numpy())
+            if cof is not None:
+                return g.unsqueeze(-1).unsqueeze(-1) * wrap(cof, A.device)
+        if LU is None and not is_grad_enabled():  # (the forward took LAPACK's det)
+            f = _lu(A.detach())
+            LU, perm = f.LU, f.perm
         if is_grad_enabled():  # create_graph: A^{-H} differentiable in A
             inv_h = _inv_h(A)
         else:  # from the forward's factors, as PyTorch: d's small pivots cancel those of
@@ -498,10 +541,14 @@ class LinalgSlogdet(Function):
 
     @staticmethod
     def forward(ctx, A):
-        f = _lu(A)
-        diag = f.LU.diagonal(dim1=-2, dim2=-1)
-        sign = f.sign * prod(_unit(diag), -1)
-        logabs = diag.abs().log().sum(-1)
+        fast = lapack.slogdet(A.detach().numpy()) if host_loop(A) else None
+        if fast is not None:  # CPU: LAPACK (float32 / complex64 in double precision)
+            sign, logabs = (wrap(np.ascontiguousarray(x), A.device) for x in fast)
+        else:
+            f = _lu(A)
+            diag = f.LU.diagonal(dim1=-2, dim2=-1)
+            sign = f.sign * prod(_unit(diag), -1)
+            logabs = diag.abs().log().sum(-1)
         # a real sign stays in the graph (requires_grad, as PyTorch's) with no gradient:
         # a loss of the sign alone leaves A.grad None
         ctx.set_materialize_grads(False)

@@ -6,7 +6,9 @@ launches each on a GPU, fine for the small and moderate n of research code (cova
 kernels of a few hundred points), not for large dense factorisations. On the CPU
 (float32/64, complex64/128) the same loops run on the NumPy arrays (``host_loop``), one
 vectorised step per column or row over the whole batch with no autograd dispatch per op:
-the same arithmetic, so the same bits. Backwards are
+the same arithmetic, so the same bits. (cholesky of n >= 8 on the CPU calls LAPACK's potrf
+instead, the loop being kept for a non-positive-definite batch: ``_host_lapack``.)
+Backwards are
 PyTorch's formulas written with ``solve_triangular``, ``matmul`` and ``tril``, so they are
 differentiable again (double backward works).
 
@@ -27,6 +29,7 @@ import numpy as np
 from tgrad import dtypes, return_types
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
+from tgrad.linalg import _host_lapack
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import broadcast_or_raise, fresh, require_tensor, wrap
 from tgrad.ops.composite import tril, triu
@@ -96,8 +99,10 @@ class Cholesky(Function):
     def forward(ctx, A, upper):
         if upper:  # the upper triangle read as A^H's lower one (gA below as PyTorch's)
             A = A.mH
-        if host_loop(A):
-            L = wrap(_cholesky_host(A.detach().numpy()), A.device)
+        if host_loop(A):  # CPU: LAPACK's potrf, else (not PD, NaN/inf, empty) the loop
+            a = A.detach().numpy()
+            L = _host_lapack.cholesky(a)
+            L = wrap(L if L is not None else _cholesky_host(a), A.device)
             ctx.save_for_backward(L)
             return L
         n = A.shape[-1]
