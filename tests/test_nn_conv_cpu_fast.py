@@ -29,6 +29,9 @@ CASES = [
                                        groups=2)),
     ((2, 3, 8, 8), (4, 3, 3, 3), dict(padding=3, dilation=3)),
     ((2, 4, 6, 7), (4, 1, 3, 3), dict(padding="same", groups=4)),
+    ((2, 6, 9, 8), (6, 1, 7, 7), dict(padding=3, groups=6)),  # depthwise 7 x 7
+    ((2, 3, 8, 8), (6, 1, 3, 3), dict(padding=1, groups=3)),  # depthwise, multiplier 2
+    ((2, 4, 5, 6, 5), (4, 1, 3, 3, 3), dict(padding=1, groups=4)),  # depthwise 3-d
     ((2, 3, 5, 5), (4, 3, 5, 5), dict()),
     ((2, 3, 6, 5), (5, 3, 1, 1), dict(stride=2)),
     ((2, 3, 7), (4, 3, 3), dict(padding=2, stride=2)),

@@ -170,7 +170,11 @@ def conv_bwd(g: np.ndarray, x: np.ndarray, w: np.ndarray, cols: np.ndarray | Non
                 cols = None
             if need_x:
                 dcols = WORKSPACE.take("cols", (n1 - n0, x.shape[1]) + kernel + out, g.dtype)
-                np.matmul(wt, gm[n0:n1], out=dcols.reshape(n1 - n0, groups, ckg, length))
+                dc = dcols.reshape(n1 - n0, groups, ckg, length)
+                if o == groups:  # one output channel a group (depthwise): products of one
+                    np.multiply(wt, gm[n0:n1], out=dc)  # term (the matmul's slow loop)
+                else:
+                    np.matmul(wt, gm[n0:n1], out=dc)
                 if dx is None:
                     dx = np.empty(x.shape, g.dtype)
                 _col2im(dcols, x.shape[2:], kernel, stride, dilation, pads, dx[n0:n1])
