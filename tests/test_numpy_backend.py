@@ -415,3 +415,28 @@ def test_trace_reads_the_diagonal_view(shape):
     tgrad.trace(xg).backward()
     assert np.array_equal(xg.grad.numpy(), np.eye(*shape))
     assert tgrad.autograd.gradgradcheck(tgrad.trace, (xg,))
+
+
+@pytest.mark.parametrize("shape,offset,d1,d2", [((3, 5), 0, 0, 1), ((3, 5), 2, 0, 1),
+                                                ((3, 5), -1, 1, 0), ((2, 4, 3, 4), 1, 1, 3),
+                                                ((2, 4, 3, 4), -2, 3, 0), ((4, 4), 7, 0, 1),
+                                                ((0, 3), 0, 0, 1), ((17, 1, 2), 0, 2, 0)])
+def test_diagonal_backward_cpu_path_is_the_index_put(shape, offset, d1, d2):
+    # the plain backward writes g through a strided view; create_graph's is the index_put
+    a = np.random.default_rng(5).standard_normal(shape)
+    grads = []
+    for create_graph in (False, True):
+        x = tgrad.tensor(a, requires_grad=True)
+        y = tgrad.diagonal(x, offset, d1, d2)
+        g = tgrad.tensor(np.random.default_rng(6).standard_normal(tuple(y.shape)))
+        (gx,) = tgrad.autograd.grad(y, x, g, create_graph=create_graph)
+        want = np.zeros(shape)  # the reference: NumPy's own diagonal view, written
+        view = np.diagonal(want, offset, d1, d2)
+        view.flags.writeable = True
+        view[...] = g.numpy()
+        assert np.array_equal(gx.detach().numpy(), want)
+        grads.append(gx.detach().numpy().tobytes())
+    assert grads[0] == grads[1]
+    x = tgrad.tensor(a, requires_grad=True)
+    if x.numel():
+        assert tgrad.autograd.gradgradcheck(lambda t: tgrad.diagonal(t, offset, d1, d2), (x,))

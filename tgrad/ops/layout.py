@@ -45,7 +45,7 @@ from tgrad import dtypes, return_types
 from tgrad._autocast import autocast_policy
 from tgrad._layout import check_layout
 from tgrad.autograd.function import Function
-from tgrad.autograd.grad_mode import STATE, no_grad
+from tgrad.autograd.grad_mode import STATE, is_grad_enabled, no_grad
 from tgrad.ops import composite as cp
 from tgrad.ops._common import (
     backend_of,
@@ -99,6 +99,10 @@ class Diagonal(Function):
     @staticmethod
     def backward(ctx, g):
         offset, d1, d2 = ctx.args
+        if g.device.type == "cpu" and not is_grad_enabled():  # (create_graph: index_put)
+            out = np.zeros(ctx.shape, g.dtype.np)
+            _write_diagonal(out, g._data, offset, d1, d2)
+            return wrap(out, g.device), None, None, None
         nd = len(ctx.shape)
         rest = [k for k in range(nd) if k not in (d1, d2)]
         order = rest + [d1, d2]  # g's dims: rest..., diagonal
@@ -109,6 +113,23 @@ class Diagonal(Function):
 
 
 register_op(Diagonal)
+
+
+def _write_diagonal(a: np.ndarray, values: np.ndarray, offset: int, d1: int, d2: int) -> None:
+    """a's ``offset``-th diagonal of its (d1, d2) planes = values (rest dims..., length),
+    through a strided view of a (the one Diagonal's forward makes): element (i + r0, i + c0)
+    of a plane lies i (s1 + s2) past (r0, c0)."""
+    r0, c0 = max(-offset, 0), max(offset, 0)
+    length = values.shape[-1]
+    if not length:
+        return
+    key = [slice(None)] * a.ndim
+    key[d1], key[d2] = slice(r0, None), slice(c0, None)
+    start = a[tuple(key)]
+    rest = [k for k in range(a.ndim) if k not in (d1, d2)]
+    st = a.strides
+    np.lib.stride_tricks.as_strided(start, tuple(a.shape[k] for k in rest) + (length,),
+                                    tuple(st[k] for k in rest) + (st[d1] + st[d2],))[...] = values
 
 
 class DiagonalCopy(Diagonal):
@@ -155,11 +176,9 @@ class DiagEmbed(Function):
         order[wd[0]], order[wd[1]] = nd - 2, nd - 1
         rest = iter(range(nd - 2))
         order = [next(rest) if o is None else o for o in order]
-        if x.device.type == "cpu":  # x written through a strided view of out's diagonal:
-            # element (i + r0, i + c0) of an m x m plane is r0 m + c0 + i (m + 1) in it
+        if x.device.type == "cpu":  # x written through a strided view of out's diagonal
             out = np.zeros(x.shape[:-1] + (m, m), x.dtype.np)
-            flat = out.reshape(x.shape[:-1] + (m * m,))
-            flat[..., max(-offset, 0) * m + max(offset, 0)::m + 1][..., :n] = x._data
+            _write_diagonal(out, x._data, offset, nd - 2, nd - 1)
             plain = order == sorted(order)
             return wrap(out if plain else out.transpose(order).copy(order="C"), x.device)
         out = zeros(x.shape[:-1] + (m, m), dtype=x.dtype, device=x.device)
