@@ -21,8 +21,11 @@ im2col: N C kh kw oh ow elements for the columns.
 On the CPU, ``Convolution`` in float32/float64 runs the same steps as NumPy primitives
 (tgrad/backends/_numpy_conv.py, scratch arrays in a workspace) and ``MaxPool`` in
 float32/float64 and the integers strided per-tap NumPy kernels without columns
-(tgrad/backends/_numpy_pool.py), both bit-identical to the composite; the composite is
-what runs under create_graph (the backward) and on other dtypes and devices.
+(tgrad/backends/_numpy_pool.py), both bit-identical to the composite; likewise the
+adaptive poolings (float32/float64; average pooling of halves in float32) one pass per dim
+(tgrad/backends/_numpy_adaptive.py; the average's NaNs may keep another NaN's payload).
+The composite is what runs under create_graph (the backward) and on other dtypes and
+devices.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from tgrad._autocast import autocast_policy, max_pool3d_cpu_policy
 from tgrad.autograd import function as _function
 from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import is_grad_enabled
+from tgrad.backends import _numpy_adaptive as _np_adapt
 from tgrad.backends import _numpy_conv as _np_conv
 from tgrad.backends import _numpy_pool as _np_pool
 from tgrad.nn._composite import pad as _pad
@@ -1047,6 +1051,12 @@ def _adaptive_avg(op: str, input: Tensor, output_size, spatial: int) -> Tensor: 
     return _ADAPTIVE_AVG[spatial].apply(input, (tuple(sizes), outs))
 
 
+def _fast_adaptive(t: Tensor) -> bool:
+    """Whether the adaptive poolings run the NumPy kernels (tgrad/backends/
+    _numpy_adaptive.py) on ``t``: a CPU float32/float64 tensor."""
+    return t.device.type == "cpu" and t.dtype.np in _np_adapt.FAST_DTYPES
+
+
 @functools.lru_cache(maxsize=256)
 def _adaptive_plan(size: int, out: int) -> tuple:
     """(index shape, flat index, lengths) of _adaptive_windows(size, out), cached read-only
@@ -1079,7 +1089,9 @@ class AdaptiveAvgPool(Function):
     AdaptiveAvgPool2DBackward0 / AdaptiveAvgPool3DBackward0. Linear in x: dx = the adjoint,
     dim by dim in reverse: g / length spread over each window's positions (an index add,
     whose backward is a gather: differentiates again), attached to x's graph
-    (_piecewise._Attach: d(dx)/dx = 0). float16/bfloat16 in float32, rounded once."""
+    (_piecewise._Attach: d(dx)/dx = 0). float16/bfloat16 in float32, rounded once. On the
+    CPU (float32/float64, halves widened) the same sums by _numpy_adaptive.avg_fwd /
+    avg_bwd (the backward's when no graph is built)."""
 
     name = "adaptive_avg_pool2d"
     node_name = "AdaptiveAvgPool2DBackward0"
@@ -1090,6 +1102,8 @@ class AdaptiveAvgPool(Function):
         ctx.save_for_backward(x)
         ctx.geometry = geometry
         (y,), half = widen_halves(x)
+        if _fast_adaptive(y):  # the CPU kernel: a pass per dim on the arrays (bit-identical)
+            return rounded_to(wrap(_np_adapt.avg_fwd(y._data, geometry[1]), x.device), half)
         for dim, _, _, shape, flat, lengths in _adaptive_dims(y, *geometry):
             z = _pad(y.movedim(dim, -1), (0, 1))
             windows = z.index_select(-1, flat).reshape(z.shape[:-1] + shape)
@@ -1100,6 +1114,9 @@ class AdaptiveAvgPool(Function):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         (gx,), half = widen_halves(g)
+        if not differentiable_formula() and _fast_adaptive(gx):  # (the same sums: CPU kernel)
+            dx = _np_adapt.avg_bwd(gx._data, ctx.geometry[0])
+            return rounded_to(wrap(dx, g.device), half), None
         for dim, size, o, shape, flat, lengths in reversed(list(_adaptive_dims(gx, *ctx.geometry))):
             gm = gx.movedim(dim, -1) / lengths  # (..., o)
             spread = gm.unsqueeze(-1).expand(gm.shape + shape[1:]).reshape(
@@ -1148,7 +1165,8 @@ class AdaptiveMaxPool(Function):
     AdaptiveMaxPool2DBackward0 / AdaptiveMaxPool3DBackward0 (the indices as
     _saved_result1). dx = g added at each window's maximum (a scatter add into the flat
     plane, whose backward is a gather: differentiates again), attached to x's graph
-    (_piecewise._Attach: d(dx)/dx = 0)."""
+    (_piecewise._Attach: d(dx)/dx = 0). On the CPU (float32/float64) the same choice and
+    sums by _numpy_adaptive.max_fwd / max_bwd (the backward's when no graph is built)."""
 
     name = "adaptive_max_pool2d"
     node_name = "AdaptiveMaxPool2DBackward0"
@@ -1158,6 +1176,14 @@ class AdaptiveMaxPool(Function):
     def forward(ctx, x, geometry):
         sizes, outs = geometry
         spatial = len(sizes)
+        ctx.save_for_backward(x)
+        ctx.spatial = spatial
+        if _fast_adaptive(x):  # the CPU kernel: a pass per dim on the arrays (bit-identical)
+            y, indices = _np_adapt.max_fwd(x._data, outs)
+            y, indices = wrap(y, x.device), wrap(indices, x.device)
+            ctx.indices = indices
+            ctx.mark_non_differentiable(indices)
+            return y, indices
         windows = [_adaptive_windows(n, o)[0] for n, o in zip(sizes, outs)]  # (o_i, k_i)
         lead = x.shape[:x.ndim - spatial]
         nl = len(lead)
@@ -1171,8 +1197,6 @@ class AdaptiveMaxPool(Function):
         order = list(range(nl)) + [nl + 2 * i for i in range(spatial)] + \
             [nl + 2 * i + 1 for i in range(spatial)]
         g = g.permute(*order).reshape(*lead, *outs, math.prod(w.shape[1] for w in windows))
-        ctx.save_for_backward(x)
-        ctx.spatial = spatial
         if 0 in outs:  # no windows: empty results (PyTorch's)
             y = g.sum(-1)
             indices = y.new_zeros(y.shape, dtype=dtypes.int64)
@@ -1199,6 +1223,9 @@ class AdaptiveMaxPool(Function):
     @staticmethod
     def backward(ctx, g, _):
         (x,) = ctx.saved_tensors
+        if not differentiable_formula() and _fast_adaptive(g):  # (scatter_add's order)
+            sizes = tuple(x.shape[x.ndim - ctx.spatial:])
+            return wrap(_np_adapt.max_bwd(g._data, ctx.indices._data, sizes), g.device), None
         return max_indices_adjoint(g, x, ctx.indices, ctx.spatial), None
 
 
