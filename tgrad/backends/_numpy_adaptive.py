@@ -30,8 +30,10 @@ first maximum, or the last NaN); taps past a window's end read its last element 
 back to hi - 1). Innermost dim first, then outwards, each pass choosing among the
 previous pass's winners: the first maximum in row-major order over the window (the
 earliest row holding the maximum, its first maximum), or its last NaN: the composite's
-choice (first maximum of the row-major candidates, _last_nan_wins). The value is read at
-the chosen flat position (bit-exact, -0.0 and NaN payloads included).
+choice (first maximum of the row-major candidates, _last_nan_wins). The passes keep only
+the winning taps (int8); the positions are resolved afterwards on output-sized arrays,
+outermost dim first (``_positions``), and the value is read at the chosen flat position
+(bit-exact, -0.0 and NaN payloads included).
 
 Max, backward: zeros with g added at each index by np.add.at on the flat (lead, plane)
 positions in C order: the composite's scatter_add, same order, bit-identical.
@@ -200,13 +202,14 @@ def avg_bwd(g: np.ndarray, sizes: tuple) -> np.ndarray:
     return g if g.flags.c_contiguous else np.array(g, order="C")
 
 
-def _max_pass(val: np.ndarray, pos, axis: int, out: int, place: int,
-              nan: bool) -> tuple:
-    """One dim of max_fwd: val (..., S, rest) running maxima of the inner dims' windows,
-    pos their flat positions within those dims (None: the innermost pass) ->
-    (val, pos) (..., out, rest) over this dim's windows too."""
+def _max_pass(val: np.ndarray, axis: int, out: int, nan: bool) -> tuple:
+    """One dim of max_fwd: val (..., S, rest) the running maxima of the inner dims'
+    windows -> (maxima (..., out, rest) over this dim's windows too, the winning tap of
+    each (int8, int64 past 127 taps; None: windows of one element, tap 0))."""
     size = val.shape[axis]
-    lo, hi, longest, _ = _plan(size, out)
+    if size == out:  # windows of one element: the values themselves
+        return val, None
+    _, _, longest, _ = _plan(size, out)
     idx = _block(size, out, 0, longest)[0]  # (out, L), clipped to hi - 1
     best = np.take(val, idx[:, 0], axis=axis)
     small = np.int8 if longest <= 127 else np.int64  # (int8: 2x faster a tap)
@@ -223,17 +226,34 @@ def _max_pass(val: np.ndarray, pos, axis: int, out: int, place: int,
             np.multiply(take, j, out=tt, dtype=small)
             np.maximum(arg, tt, out=arg)
             np.maximum(best, v, out=best)
-    shape = _along(best, axis, out)
-    rows = np.minimum(lo.reshape(shape) + arg, (hi - 1).reshape(shape))  # (..., out, rest)
-    new = rows * place
-    if pos is not None:  # + the inner position of the chosen row: pos[..., rows, rest]
-        before = math.prod(pos.shape[:axis])
-        after = math.prod(pos.shape[axis + 1:])
-        at = rows.reshape(before, out, after) * after
-        at += (np.arange(before, dtype=np.int64) * (size * after))[:, None, None]
-        at += np.arange(after, dtype=np.int64)
-        new += np.take(pos.reshape(-1), at.reshape(new.shape))  # (pos: C-contiguous)
-    return best, new
+    return best, arg
+
+
+def _positions(args: list, lead: tuple, sizes: tuple, outs: tuple, nan: bool) -> np.ndarray:
+    """(lead, *outs) int64 flat positions in x (lead..., *sizes) of the chosen elements:
+    args[d] (lead, *sizes[:d], *outs[d:]) the winning taps of dim d's pass. Outermost dim
+    first: r_d = lo_d + args[d] at (the rows r_0 .. r_(d-1) chosen so far, i_d ..), the
+    flat position base = (l S_0 + r_0) S_1 + r_1 ... (all on output-sized arrays)."""
+    spatial = len(outs)
+    n = math.prod(lead)
+    shape = (n,) + tuple(outs)
+    base = np.arange(n, dtype=np.int64).reshape((n,) + (1,) * spatial)
+    for d in range(spatial):
+        lo, hi, _, _ = _plan(sizes[d], outs[d])
+        along = (1,) * (d + 1) + (outs[d],) + (1,) * (spatial - d - 1)
+        inner = math.prod(outs[d + 1:])
+        if args[d] is None:  # (one-element windows: r_d = i_d)
+            r = np.broadcast_to(np.arange(outs[d], dtype=np.int64).reshape(along), shape)
+        else:  # args[d] flat at ((base S_d) ... ): (base * out_d + i_d) * inner + the rest
+            at = base * (outs[d] * inner) + (
+                np.arange(outs[d] * inner, dtype=np.int64).reshape(along[:d + 1]
+                                                                   + tuple(outs[d:])))
+            r = np.take(args[d].reshape(-1), at).astype(np.int64)
+            r += lo.reshape(along)
+            if nan:  # (a tap past the end wins only as a NaN: the window's last NaN)
+                np.minimum(r, (hi - 1).reshape(along), out=r)
+        base = base * sizes[d] + r
+    return base
 
 
 def max_fwd(x: np.ndarray, outs: tuple) -> tuple:
@@ -247,16 +267,16 @@ def max_fwd(x: np.ndarray, outs: tuple) -> tuple:
     if 0 in shape:
         return np.zeros(shape, x.dtype), np.zeros(shape, np.int64)
     nan = bool(np.isnan(np.max(x)))
-    val, pos = x, None
-    place = 1
+    val = x
+    args = [None] * spatial
     for i in reversed(range(spatial)):
-        val, pos = _max_pass(val, pos, len(lead) + i, outs[i], place, nan)
-        place *= sizes[i]
-    plane = math.prod(sizes)
-    n = math.prod(lead)
-    at = pos.reshape(n, -1) + (np.arange(n, dtype=np.int64) * plane)[:, None]
+        val, args[i] = _max_pass(val, len(lead) + i, outs[i], nan)
+    at = _positions(args, lead, sizes, outs, nan)  # (n, *outs): positions in x's elements
     y = np.take(x.reshape(-1), at).reshape(shape)  # the elements themselves: -0.0, NaNs
-    return y, pos
+    plane = math.prod(sizes)
+    at -= (np.arange(at.shape[0], dtype=np.int64) * plane).reshape(
+        (-1,) + (1,) * spatial)
+    return y, at.reshape(shape)
 
 
 def max_bwd(g: np.ndarray, indices: np.ndarray, sizes: tuple) -> np.ndarray:
