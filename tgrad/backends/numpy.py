@@ -19,6 +19,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._strides import ellipsis_dims, expand_strides, new_dim_stride, view_strides
+from tgrad.backends import _numpy_divmod as _divmod
 from tgrad.backends._heap import prime_heap as _prime_heap
 from tgrad.backends._numpy_sum import flat_blocks as _flat_blocks
 from tgrad.backends._numpy_sum import float_sum as _float_sum
@@ -664,11 +665,25 @@ def _div(a, b):
 def _remainder(a, b):
     """PyTorch's remainder: NumPy's (the sign of b), but a zero result keeps the sign of a,
     as C's fmod (PyTorch computes fmod(a, b) + b where the signs differ; NumPy gives a zero
-    b's sign): remainder(-2., 1.) = -0.0, remainder(2., -1.) = +0.0."""
+    b's sign): remainder(-2., 1.) = -0.0, remainder(2., -1.) = +0.0. float32: the same
+    values, bit for bit, from float64 arithmetic (_numpy_divmod)."""
+    if _divmod.fast(a, b):
+        return _divmod.remainder(a, b)
     r = np.remainder(a, b)
     if np.result_type(r).kind == "f":
         r = np.where(r == 0, np.copysign(r, a), r)
     return r
+
+
+def _fmod(a, b):
+    """np.fmod; float32 bit for bit from float64 arithmetic (_numpy_divmod: NumPy's
+    calls libm's fmod per element)."""
+    return _divmod.fmod(a, b) if _divmod.fast(a, b) else np.fmod(a, b)
+
+
+def _floor_divide(a, b):
+    """np.floor_divide; float32 bit for bit from float64 arithmetic (_numpy_divmod)."""
+    return _divmod.floor_divide(a, b) if _divmod.fast(a, b) else np.floor_divide(a, b)
 
 
 def _lcm(a, b):
@@ -703,9 +718,9 @@ BINARY = {
     "sub": np.subtract,
     "mul": np.multiply,
     "div": _div,
-    "floor_divide": np.floor_divide,  # integer division by zero is checked by the op
+    "floor_divide": _floor_divide,  # integer division by zero is checked by the op
     "remainder": _remainder,
-    "fmod": np.fmod,
+    "fmod": _fmod,
     "pow": _power,
     "atan2": np.arctan2,  # float operands (the op promotes integers)
     "maximum": np.maximum,
@@ -753,6 +768,60 @@ def binary(op: str, a, b) -> np.ndarray:
     finally:
         _quiet_exit(token)
     return out if type(out) is np.ndarray else np.asarray(out)
+
+
+_STEP_INT = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}
+
+
+def nextafter(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """np.nextafter(x, y) (one float dtype, broadcast), bit for bit; float32 / float64 by
+    integer steps of the bit patterns (NumPy calls libm's nextafter per element): the
+    pattern of x as a signed integer, + 1 where the step moves away from zero ((x < y) ==
+    (x > 0)), else - 1 (-denorm_min - 1 is -0.0, inf - 1 the largest finite value); y
+    where x == y (nextafter(0.0, -0.0) is -0.0), +-denorm_min (y's sign) where x is 0,
+    libm's NaN where either is NaN."""
+    it = _STEP_INT.get(x.dtype)
+    if it is None or y.dtype != x.dtype or math.prod(np.broadcast_shapes(x.shape,
+                                                                         y.shape)) < 64:
+        return np.nextafter(x, y)  # (small or empty results too: nothing to gain)
+    token = _quiet_enter()
+    try:
+        up = np.less(x, y)
+        up = np.equal(up, np.greater(x, 0), out=up)
+        out = np.add(x.view(it), up, dtype=it)  # (broadcast: the result's shape)
+        out -= ~up
+        out = out.view(x.dtype)
+        np.copyto(out, y, where=np.equal(x, y))
+        zero = np.equal(x, 0)
+        if zero.any():
+            tiny = np.copysign(np.array(np.finfo(x.dtype).smallest_subnormal, x.dtype), y)
+            np.copyto(out, tiny, where=zero & np.not_equal(x, y))
+        if np.isnan(x.max()) or np.isnan(y.max()):  # (max propagates NaN)
+            np.nextafter(x, y, out=out, where=np.isnan(x) | np.isnan(y))
+    finally:
+        _quiet_exit(token)
+    return out
+
+
+def nan_to_num(x: np.ndarray, nan: float, posinf: float, neginf: float) -> np.ndarray:
+    """A C-contiguous copy of float array x with NaN -> ``nan``, +inf -> ``posinf``, -inf
+    -> ``neginf`` (numbers, converted to x's dtype as a where() operand is: past its range,
+    inf); the masks are computed only when x holds a value that is not finite (min / max
+    propagate NaN)."""
+    out = x.copy()
+    if x.size == 0:
+        return out
+    token = _quiet_enter()
+    try:
+        lo, hi = out.min(), out.max()
+        if not (lo > -np.inf and hi < np.inf):
+            t = x.dtype.type
+            for v, mask in ((nan, np.isnan(out)), (posinf, out == np.inf),
+                            (neginf, out == -np.inf)):
+                np.copyto(out, t(v), where=mask)
+    finally:
+        _quiet_exit(token)
+    return out
 
 
 # float8: the ops PyTorch's CPU kernels have for it, computed on the float32 values and

@@ -16,6 +16,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
+from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.cuda.index_errors import DeviceIndexError
 from tgrad.ops import composite as cp
 from tgrad.ops import elementwise as ew
@@ -132,6 +133,13 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,  # 
         info = ml_dtypes.finfo(input.dtype.np)  # bfloat16 too (np.finfo may not know it)
         hi = float(info.max) if posinf is None else posinf
         lo = float(info.min) if neginf is None else neginf
+        if input.device.type == "cpu" and all(type(v) in (int, float) for v in (nan, hi, lo)):
+            # one copy, masked only where x is not finite (the wheres below: 6 passes)
+            from tgrad.backends import numpy as np_backend
+            out = wrap(np_backend.nan_to_num(input._data, nan, hi, lo), input.device)
+            if input.requires_grad and is_grad_enabled():
+                return _NanToNum.apply(input, out)
+            return out
         x = ew.where(ew.isnan(input), nan, input)
         return ew.where(ew.eq(x, np.inf), hi, ew.where(ew.eq(x, -np.inf), lo, x))
     except RuntimeError as e:  # (free when nothing raises) a sparse COO input
@@ -139,6 +147,22 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,  # 
 
 
 inplace_method("nan_to_num_", nan_to_num)
+
+
+class _NanToNum(Function):
+    """y = nan_to_num(x) (computed before, ``out``: same shape and dtype as x);
+    dx = g where x is finite, else 0 (a where of tgrad ops: differentiable again)."""
+
+    node_name = "NanToNumBackward0"
+
+    @staticmethod
+    def forward(ctx, x, out):
+        ctx.finite = ew.isfinite(x)  # (the mask, not x: nan_to_num_ overwrites x)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return ew.where(ctx.finite, g, 0.0), None
 
 
 class Xlogy(Function):

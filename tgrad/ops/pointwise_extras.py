@@ -33,6 +33,7 @@ from tgrad.ops._common import (
     require_tensor,
     route_sparse,
     tensor_method,
+    wrap,
 )
 from tgrad.ops.inplace import inplace_method
 from tgrad.ops.products import diag
@@ -260,7 +261,12 @@ def nextafter(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     gradient: g to input (a step of one ulp), 0 to other."""
     dt = promoted_float_dtype("nextafter", input, other)
     broadcast_or_raise("nextafter", input.shape, other.shape)  # (NumPy's ValueError leaked)
-    out = _host(np.nextafter, input.device, input.detach().to(dt), other.detach().to(dt)).to(dt)
+    a, b = input.detach().to(dt), other.detach().to(dt)
+    if a.device.type == "cpu" and b.device.type == "cpu":  # integer steps of the bits
+        from tgrad.backends import numpy as np_backend
+        out = wrap(np.ascontiguousarray(np_backend.nextafter(a._data, b._data)), a.device)
+    else:
+        out = _host(np.nextafter, input.device, a, b).to(dt)
     if (input.requires_grad or other.requires_grad) and is_grad_enabled():
         return _Nextafter.apply(input.to(dt), other.to(dt), out)
     return out
