@@ -321,8 +321,7 @@ def test_clamp_op_values_grads_and_signed_zero_ties():
 GATHER_KEYS = [  # (x shape, key arrays' shapes and ranges) for the all-array gather path
     ((256, 256), [((256, 1), 256), ((256, 64), 256)]),   # gather's key along dim 1
     ((5, 7, 3), [((5, 1, 1), 5), ((1, 4, 1), 7), ((5, 4, 3), 3)]),
-    ((17, 1), [((9,), 17), ((9,), 1)]),
-    ((3, 4), [((0,), 3), ((0,), 4)]),  # empty key
+    ((17, 1), [((1025,), 17), ((1025,), 1)]),
     ((1023, 2), [((1025,), 1023), ((1,), 2)]),
 ]
 
@@ -330,28 +329,27 @@ GATHER_KEYS = [  # (x shape, key arrays' shapes and ranges) for the all-array ga
 @pytest.mark.parametrize("shape,keys", GATHER_KEYS)
 @pytest.mark.parametrize("kdt", [np.int64, np.int32, np.uint8])
 @pytest.mark.parametrize("dt", [np.float32, np.float64, np.complex64, ml_dtypes.bfloat16])
-def test_numpy_backend_gather_flat_positions_is_numpy_indexing(shape, keys, kdt, dt):
+def test_numpy_backend_gather_by_flat_positions_is_numpy_indexing(shape, keys, kdt, dt):
     # one take at sum_d key[d] * stride[d]: NumPy's multi-array indexing, bit for bit
     rng = np.random.default_rng(len(shape))
     x = rng.standard_normal(shape).astype(dt)
     key = tuple(rng.integers(0, min(hi, 256), s).astype(kdt) for s, hi in keys)
-    assert nb._flat_positions(key, x.shape, x.strides, x.itemsize) is not None
     got, want = nb.gather(x, key), x[key]
     assert got.dtype == want.dtype and got.flags.c_contiguous
     assert got.shape == want.shape and got.tobytes() == want.tobytes()
 
 
-def test_numpy_backend_gather_flat_positions_leaves_negatives_and_misses_to_numpy():
+def test_numpy_backend_gather_by_flat_positions_wraps_negatives_and_refuses_misses():
     x = np.arange(12.0).reshape(3, 4)
-    rows, cols = np.array([0, 2]), np.array([-1, 3])
-    assert nb._flat_positions((rows, cols), x.shape, x.strides, 8) is None
-    assert np.array_equal(nb.gather(x, (rows, cols)), x[rows, cols])  # -1 wraps: [3, 11]
-    for bad in ((np.array([3]), np.array([0])), (np.array([0]), np.array([4]))):
-        assert nb._flat_positions(bad, x.shape, x.strides, 8) is None
+    rows, cols = np.repeat([0, 2], 1025), np.repeat([-1, 3], 1025)
+    assert np.array_equal(nb.gather(x, (rows, cols)), x[rows, cols])  # -1 wraps: 3, 11
+    for bad in ((np.full(1025, 3), np.zeros(1025, int)), (np.zeros(1025, int),
+                                                            np.full(1025, 4))):
+        assert nb._flat_index(x.shape, bad) is None
         with pytest.raises(IndexError):
             nb.gather(x, bad)
     with pytest.raises(IndexError):  # through an op: tgrad's text, not a wrong element
-        tgrad.tensor(x)[tgrad.tensor([0]), tgrad.tensor([4])]
+        tgrad.tensor(x)[tgrad.tensor([0] * 1025), tgrad.tensor([4] * 1025)]
     with pytest.raises(RuntimeError, match="index 4 is out of bounds for dimension 1"):
         tgrad.gather(tgrad.tensor(x), 1, tgrad.tensor([[4]]))
     with pytest.raises(RuntimeError, match="index -1 is out of bounds for dimension 1"):

@@ -125,3 +125,97 @@ def test_nan_to_num_gradients():
     w.sum().backward()
     np.testing.assert_array_equal(z.grad.numpy(), np.isfinite(a).astype(np.float64))
     np.testing.assert_array_equal(w.detach().numpy(), np.nan_to_num(a))
+
+
+def _old_cum_extreme_indices(a: np.ndarray, d: int, larger: bool) -> np.ndarray:
+    """The indices by ufunc.accumulate (the CPU path before the log-step scans)."""
+    a = a.astype(np.float32) if a.dtype in (np.float16, ml_dtypes.bfloat16) else a
+    m = (np.maximum if larger else np.minimum).accumulate(a, axis=d)
+    took = a == m
+    if a.dtype.kind == "f":
+        took |= np.isnan(a)
+    shape = [1] * a.ndim
+    shape[d] = a.shape[d]
+    pos = np.where(took, np.arange(a.shape[d], dtype=np.int64).reshape(shape), 0)
+    return np.maximum.accumulate(pos, axis=d)
+
+
+def _cum_inputs(shape, kind: str, rng) -> np.ndarray:
+    if kind == "normal":
+        return rng.standard_normal(shape).astype(np.float32)
+    if kind == "ties":
+        return rng.integers(-3, 4, shape).astype(np.float64)
+    if kind == "nonfinite":
+        a = rng.integers(-3, 4, shape).astype(np.float32)
+        for v in (np.nan, np.inf, -np.inf):
+            a[rng.random(shape) < 0.01] = v
+        return a
+    if kind == "zeros":  # 0.0 and -0.0 tie
+        a = np.where(rng.random(shape) < 0.5, np.float32(0.0), np.float32(-0.0))
+        a[rng.random(shape) < 0.03] = np.nan
+        return a
+    if kind == "int":
+        return rng.integers(-5, 5, shape).astype(np.int32)
+    return rng.random(shape) < 0.3  # bool
+
+
+@pytest.mark.parametrize("shape", [(1,), (17,), (1023,), (1025,), (5000,), (4096, 1),
+                                   (17, 1023), (3, 1025, 2), (2, 3, 700), (64, 64)])
+@pytest.mark.parametrize("kind", ["normal", "ties", "nonfinite", "zeros", "int", "bool"])
+def test_cum_extreme_indices_match_the_accumulate_path(shape, kind):
+    from tgrad.ops.logmath import _cum_extreme_cpu
+    a = _cum_inputs(shape, kind, np.random.default_rng(5))
+    for arr in (a, np.moveaxis(np.ascontiguousarray(np.moveaxis(a, 0, -1)), -1, 0)):
+        for d in range(a.ndim):
+            for larger in (True, False):
+                got = _cum_extreme_cpu(arr, d, larger)
+                assert got.dtype == np.int64
+                np.testing.assert_array_equal(got, _old_cum_extreme_indices(arr, d, larger))
+
+
+@pytest.mark.parametrize("op", ["cummax", "cummin"])
+@pytest.mark.parametrize("dtype", [tgrad.float32, tgrad.float64, tgrad.float16])
+def test_cum_extreme_tensor_values_indices_and_gradient(op, dtype):
+    rng = np.random.default_rng(6)
+    a = rng.integers(-4, 5, (70, 90)).astype(np.float64)
+    a[rng.random(a.shape) < 0.01] = np.nan
+    x = tgrad.tensor(a, dtype=dtype, requires_grad=True)
+    xn = x.detach().numpy()
+    for d, t in ((1, x), (0, x), (0, tgrad.tensor(xn.T.copy(), requires_grad=True).T)):
+        v, i = getattr(tgrad, op)(t, d)
+        want_i = _old_cum_extreme_indices(xn, d, op == "cummax")
+        np.testing.assert_array_equal(i.numpy(), want_i)
+        want_v = np.take_along_axis(xn, want_i, d)
+        np.testing.assert_array_equal(v.detach().numpy().view(np.uint8),
+                                      want_v.view(np.uint8))
+    g = rng.standard_normal(a.shape)
+    getattr(tgrad, op)(x, 1)[0].backward(tgrad.tensor(g, dtype=dtype))
+    want = np.zeros(a.shape)
+    np.add.at(want, (np.arange(70)[:, None], _old_cum_extreme_indices(xn, 1, op == "cummax")),
+              tgrad.tensor(g, dtype=dtype).double().numpy())
+    np.testing.assert_allclose(x.grad.double().numpy(), want,
+                               rtol=0 if dtype is tgrad.float64 else 1e-2, atol=0)
+
+
+
+@pytest.mark.parametrize("op", ["cummax", "cummin"])
+@pytest.mark.parametrize("scan_from", [10 ** 9, 16])  # ufunc.accumulate / log-step scans
+def test_cum_extreme_gradcheck(op, scan_from, monkeypatch):
+    from tgrad.ops import logmath
+    monkeypatch.setattr(logmath, "_SCAN_MIN_SIZE", scan_from)
+    y = tgrad.tensor(np.random.default_rng(8).standard_normal((6, 45)), requires_grad=True)
+    for d in (0, 1):
+        assert gradcheck(lambda u, d=d: getattr(tgrad, op)(u, d)[0], (y,))
+        assert gradgradcheck(lambda u, d=d: getattr(tgrad, op)(u, d)[0] * u, (y,))
+
+def test_gather_by_index_arrays_uses_linear_positions_and_keeps_errors():
+    from tgrad.backends.numpy import gather
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((40, 50, 3)).astype(np.float32)
+    key = (rng.integers(0, 40, (30, 1, 1)), rng.integers(-50, 50, (1, 70, 1)),
+           rng.integers(0, 3, (30, 70, 1)))
+    got = gather(x, key)
+    assert got.flags.c_contiguous
+    np.testing.assert_array_equal(got, x[key])
+    with pytest.raises(IndexError):
+        gather(x, (key[0], key[1] + 100, key[2]))

@@ -514,21 +514,55 @@ class _LogCumSumExp(Function):
         return wrap(dx, g.device), None
 
 
+_SCAN_MIN_SIZE = 4096  # smaller: np.ufunc.accumulate (its ~3 ns per element is no cost)
+
+
+def _segmented_scan(a: np.ndarray, d: int, fn) -> np.ndarray:
+    """The inclusive scan of ``fn`` (np.maximum / np.minimum: associative, NaN-propagating)
+    along ``d``, C-contiguous: log2(n) whole-array steps (Hillis-Steele) where
+    fn.accumulate makes one scalar step per element (~3 ns). a is read as (O, n * I) rows
+    of its C-order memory (I = the size of the dims after d); step k combines each element
+    with the one k * I before it in the same row, the first k * I of each row are kept."""
+    z = np.ascontiguousarray(a).reshape(-1)
+    n = a.shape[d]
+    inner = math.prod(a.shape[d + 1:])
+    rows = z.size // (n * inner)
+    bufs = [np.empty_like(z), np.empty_like(z)]
+    k = 1
+    while k < n:
+        s = k * inner
+        out = bufs[0] if z is not bufs[0] else bufs[1]
+        fn(z[s:], z[:-s], out=out[s:])
+        out.reshape(rows, n * inner)[:, :s] = z.reshape(rows, n * inner)[:, :s]
+        z = out
+        k *= 2
+    return z.reshape(a.shape)
+
+
 def _cum_extreme_cpu(a: np.ndarray, d: int, larger: bool) -> np.ndarray:
     """The GPU scan's indices (int64, a's shape) on a CPU array: the scan takes the later
     element where it is >= (<=) the running extreme so far or NaN, and keeps an earlier
     NaN, so index_j = the last p <= j that took over: a_p == M_p (M = the running extreme
-    by np.maximum/minimum.accumulate, NaN from the first NaN on; 0.0 == -0.0 as in the
-    scan) or a_p NaN; that last p is a running max of where(took, p, 0)."""
+    by np.maximum/minimum, NaN from the first NaN on; 0.0 == -0.0 as in the scan) or a_p
+    NaN; that last p is a running max of where(took, p, 0). Both scans by
+    _segmented_scan from _SCAN_MIN_SIZE elements (the same values: only a's own
+    comparisons with M count, not M's zero signs or NaN payloads)."""
     a = np_backend._up(a)  # (halves as float32: exact, the same comparisons)
-    m = (np.maximum if larger else np.minimum).accumulate(a, axis=d)
+    fn = np.maximum if larger else np.minimum
+    n = a.shape[d]
+    scan = a.size >= _SCAN_MIN_SIZE and n > 1
+    m = _segmented_scan(a, d, fn) if scan else fn.accumulate(a, axis=d)
     took = a == m
     if a.dtype.kind == "f":
         took |= np.isnan(a)
     shape = [1] * a.ndim
-    shape[d] = a.shape[d]
-    pos = np.where(took, np.arange(a.shape[d], dtype=np.int64).reshape(shape), 0)
-    return np.maximum.accumulate(pos, axis=d)
+    shape[d] = n
+    if not scan:
+        pos = np.where(took, np.arange(n, dtype=np.int64).reshape(shape), 0)
+        return np.maximum.accumulate(pos, axis=d)
+    it = np.int16 if n <= np.iinfo(np.int16).max else np.int64  # (narrow: faster steps)
+    pos = np.multiply(took, np.arange(n, dtype=it).reshape(shape), dtype=it)
+    return _segmented_scan(pos, d, np.maximum).astype(np.int64)
 
 
 def _cum_extreme(op: str, input: Tensor, dim, larger: bool) -> values_indices:  # noqa: A002
