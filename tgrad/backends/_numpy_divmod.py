@@ -76,11 +76,13 @@ def remainder(a, b) -> np.ndarray:
     whose zero results keep the sign of a), bit for bit: fmod(a, b), plus b in float32
     where fmod is nonzero with the sign opposite to b's (NumPy's npy_divmod: mod += b)."""
     out, q, r, bad = _fmod_parts(a, b)
-    np.multiply(r, b, out=q)  # (q is free now) r b: no under/overflow in float64
+    m = np.signbit(out)  # m: fmod nonzero, its sign not b's (NumPy: mod && (b < 0) != (mod < 0))
+    m ^= np.signbit(b)
+    m &= out != 0
     # out + m b (m 0/1; no branches: np.where on a random mask mispredicts ~half its
     # elements); a zero result is a zero fmod with m = 0 (with m = 1, |fmod| < |b|), whose
     # sign (a's) the + 0 may have lost
-    out += b * (q < 0)
+    out += b * m
     np.copysign(out, a, out=out, where=out == 0)
     if bad is not None:  # NumPy's remainder there, its zeros given a's sign
         np.remainder(a, b, out=out, where=bad)

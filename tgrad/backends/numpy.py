@@ -1535,7 +1535,7 @@ def _flat_index(shape: tuple, key) -> np.ndarray | None:
             if lo < 0:
                 arr = np.where(arr < 0, arr + n, arr)
         adv_dims.append(d)
-        term = arr * strides[d]
+        term = arr if strides[d] == 1 else arr * strides[d]  # (arr: read, never written)
         off = term if off is None else off + term
     if off is None:
         return None
