@@ -773,7 +773,7 @@ def binary(op: str, a, b) -> np.ndarray:
 _STEP_INT = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}
 
 
-def nextafter(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def _nextafter(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """np.nextafter(x, y) (one float dtype, broadcast), bit for bit; float32 / float64 by
     integer steps of the bit patterns (NumPy calls libm's nextafter per element): the
     pattern of x as a signed integer, + 1 where the step moves away from zero ((x < y) ==
@@ -803,7 +803,7 @@ def nextafter(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return out
 
 
-def nan_to_num(x: np.ndarray, nan: float, posinf: float, neginf: float) -> np.ndarray:
+def _nan_to_num(x: np.ndarray, nan: float, posinf: float, neginf: float) -> np.ndarray:
     """A C-contiguous copy of float array x with NaN -> ``nan``, +inf -> ``posinf``, -inf
     -> ``neginf`` (numbers, converted to x's dtype as a where() operand is: past its range,
     inf); the masks are computed only when x holds a value that is not finite (min / max

@@ -136,7 +136,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,  # 
         if input.device.type == "cpu" and all(type(v) in (int, float) for v in (nan, hi, lo)):
             # one copy, masked only where x is not finite (the wheres below: 6 passes)
             from tgrad.backends import numpy as np_backend
-            out = wrap(np_backend.nan_to_num(input._data, nan, hi, lo), input.device)
+            out = wrap(np_backend._nan_to_num(input._data, nan, hi, lo), input.device)
             if input.requires_grad and is_grad_enabled():
                 return _NanToNum.apply(input, out)
             return out

@@ -264,7 +264,7 @@ def nextafter(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     a, b = input.detach().to(dt), other.detach().to(dt)
     if a.device.type == "cpu" and b.device.type == "cpu":  # integer steps of the bits
         from tgrad.backends import numpy as np_backend
-        out = wrap(np.ascontiguousarray(np_backend.nextafter(a._data, b._data)), a.device)
+        out = wrap(np.ascontiguousarray(np_backend._nextafter(a._data, b._data)), a.device)
     else:
         out = _host(np.nextafter, input.device, a, b).to(dt)
     if (input.requires_grad or other.requires_grad) and is_grad_enabled():
