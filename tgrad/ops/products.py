@@ -322,9 +322,9 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
 
 class Trace(Function):
     """y = sum_i x[i, i] of a 2-D x (n, m) -> 0-d: one node, PyTorch's TraceBackward0.
-    dx = g on the main diagonal, 0 elsewhere ((n, m): g expanded to the diagonal's length
-    and index-added at it, so it differentiates again). Saves the diagonal's key (two
-    aranges of min(n, m)) is built there."""
+    dx = g on the main diagonal, 0 elsewhere ((n, m)): on the CPU without a graph, g written
+    through a diagonal view of zeros; otherwise g expanded to the diagonal's length and
+    index-added at its key (two aranges of min(n, m)), so it differentiates again."""
 
     name = "trace"
     node_name = "TraceBackward0"
