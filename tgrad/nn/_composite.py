@@ -764,9 +764,12 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     (a, b), half = _compute(x1, x2)
     # dim counts in the broadcast shape; PyTorch's errors name the op
     shape = broadcast_or_raise("cosine_similarity", a.shape, b.shape)
-    _wrap_dim(dim, len(shape), "cosine_similarity")
-    a, b = a.expand(shape), b.expand(shape)
-    cos = (_unit_or_scaled(a, dim, eps) * _unit_or_scaled(b, dim, eps)).sum(dim)
+    d = _wrap_dim(dim, len(shape), "cosine_similarity")
+    if _cosine_on_numpy(a, b, shape):  # one node, NumPy forward and backward
+        cos = _CosineSimilarity.apply(a, b, d, float(eps), tuple(shape))
+    else:
+        a, b = a.expand(shape), b.expand(shape)
+        cos = (_unit_or_scaled(a, dim, eps) * _unit_or_scaled(b, dim, eps)).sum(dim)
     return cos if half is None else cos.to(half)
 
 
@@ -778,6 +781,13 @@ def _unit_or_scaled(x: Tensor, dim: int, eps: float) -> Tensor:
     sum over an empty ``dim`` is 0, PyTorch's cosine."""
     if x.numel() == 0:
         return x
+    return _unit_parts(x, dim, eps)[0]
+
+
+def _unit_parts(x: Tensor, dim: int, eps: float) -> tuple:
+    """(y, u, nu, small, den, s) of _unit_or_scaled for a non-empty x: y = x / max(|x|, eps)
+    (x's shape), u = x / s, the keepdim row values nu = |u|, small = |x| < eps (bool) and
+    the small rows' divisor den (value eps, |x|'s gradient), s = max |x_i| (constant)."""
     s = x.detach().abs().amax(dim, keepdim=True)
     s = where((s > 0) & (s < math.inf), s, 1.0)
     u = x / s
@@ -789,8 +799,103 @@ def _unit_or_scaled(x: Tensor, dim: int, eps: float) -> Tensor:
     # cannot overflow there): x / eps and its gradient g / eps stay normal numbers for a
     # tiny x (u / (eps / s) underflowed to 0 at |x| ~ 1e-200, and so did the gradient).
     nx = s * where(small, nu, 0.0)
-    clamped = x / (nx + where(small, eps - nx, 1.0 - nx).detach())  # (x's dtype: eps - nx)
-    return where(small, clamped, u / where(small, 1.0, nu))
+    den = nx + where(small, eps - nx, 1.0 - nx).detach()  # (x's dtype: eps - nx)
+    return where(small, x / den, u / where(small, 1.0, nu)), u, nu, small, den, s
+
+
+_COSINE_NP = (dtypes.float32, dtypes.float64)
+
+
+def _cosine_on_numpy(a: Tensor, b: Tensor, shape) -> bool:
+    """Whether cosine_similarity runs as _CosineSimilarity: CPU tensors of one dtype,
+    float32 or float64, and a non-empty broadcast shape (other devices: the composite)."""
+    return (a.device.type == "cpu" and b.device.type == "cpu" and a.dtype is b.dtype
+            and a.dtype in _COSINE_NP and math.prod(shape) > 0)
+
+
+def _rows_last(x, dim: int, shape: tuple):
+    """x's array as C-contiguous rows along ``dim`` of the broadcast ``shape``: x's dims
+    padded on the left to len(shape), ``dim`` moved last and expanded to shape[dim] (the
+    other dims keep x's sizes; they broadcast in the NumPy maths)."""
+    a = x._data.reshape((1,) * (len(shape) - x.ndim) + tuple(x.shape))
+    a = np.moveaxis(a, dim, -1)
+    if a.shape[-1] != shape[dim]:
+        a = np.broadcast_to(a, a.shape[:-1] + (shape[dim],))
+    return np.ascontiguousarray(a)
+
+
+def _rows_back(d, x: Tensor, dim: int) -> Tensor:
+    """A gradient in _rows_last's layout (the broadcast leading dims, ``dim`` last) summed
+    to x's shape, as a tensor on x's device."""
+    from tgrad.backends._numpy_sum import float_sum
+    d = np.moveaxis(d, -1, dim)
+    pad = d.ndim - x.ndim
+    padded = (1,) * pad + tuple(x.shape)
+    axes = tuple(i for i, n in enumerate(padded) if n == 1 and d.shape[i] != 1)
+    if axes:
+        d = float_sum(d, axes, True, d.dtype)
+    return wrap(np.ascontiguousarray(d.reshape(x.shape)), x.device)
+
+
+class _CosineSimilarity(Function):
+    """cos = sum over ``dim`` of (x1 / max(|x1|, eps)) (x2 / max(|x2|, eps)) for CPU
+    float32 / float64 x1, x2 broadcasting to ``shape`` (non-empty): one node whose forward
+    and backward run in NumPy (tgrad/backends/_numpy_dist.py: the composite's steps, the
+    same values; backward, per row and g broadcast along dim, the clamp not differentiated:
+        dx1 = g / D1 (y2 - cos x1 / |x1|)   (D1 = max(|x1|, eps); x1 / |x1| = 0 at x1 = 0)
+        dx2 = g / D2 (y1 - cos x2 / |x2|)
+    each summed to its input's shape). Under create_graph / forward AD the same formula in
+    tgrad ops on _unit_parts' pieces, whose derivative is the composite's."""
+
+    name = "_cosine_similarity"
+    node_name = "SumBackward1"  # (the composite's, and PyTorch's, last node)
+
+    @staticmethod
+    def forward(ctx, x1, x2, dim, eps, shape):
+        from tgrad.backends import _numpy_dist  # (CPU only: not a backend primitive)
+        save = True in ctx.needs_input_grad[:2]
+        cos, saved = _numpy_dist.cosine_fwd(_rows_last(x1, dim, shape),
+                                            _rows_last(x2, dim, shape), eps, save)
+        if save:
+            ctx.save_for_backward(x1, x2)
+            ctx.np_saved = saved
+        ctx.meta = (dim, eps, shape)
+        return wrap(cos, x1.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        x1, x2 = ctx.saved_tensors
+        dim, eps, shape = ctx.meta
+        need1, need2 = ctx.needs_input_grad[:2]
+        if differentiable_formula() or g.device.type != "cpu":
+            d1, d2 = _cosine_grads_ops(x1, x2, g, dim, eps, shape, need1, need2)
+            return d1, d2, None, None, None
+        from tgrad.backends import _numpy_dist
+        d1, d2 = _numpy_dist.cosine_bwd(g._data, ctx.np_saved, need1, need2)
+        return (None if d1 is None else _rows_back(d1, x1, dim),
+                None if d2 is None else _rows_back(d2, x2, dim), None, None, None)
+
+
+def _cosine_grads_ops(x1, x2, g, dim: int, eps: float, shape, need1: bool, need2: bool):
+    """_CosineSimilarity's backward in tgrad ops (differentiable again): per input, with
+    (y, u, nu, small, den, s) of _unit_parts, x / |x| = y in the large rows, u / nu in the
+    small ones (0 at nu = 0), dx = g (y_other - cos x / |x|) / nu / s (large rows) or
+    / den (small rows: den's value is eps), summed to the input's shape."""
+    from tgrad.ops.reduce import sum_to
+    p1, p2 = _unit_parts(x1.expand(shape), dim, eps), _unit_parts(x2.expand(shape), dim, eps)
+    cos = (p1[0] * p2[0]).sum(dim, keepdim=True)
+    gk = g.unsqueeze(dim)
+    out = []
+    for need, x, p, q in ((need1, x1, p1, p2), (need2, x2, p2, p1)):
+        if not need:
+            out.append(None)
+            continue
+        y, u, nu, small, den, s = p
+        zero = nu.detach() == 0
+        hat = where(small, where(zero, 0.0, u / where(zero, 1.0, nu)), y)
+        d = gk * (q[0] - cos * hat) / where(small, den, nu) / where(small, 1.0, s)
+        out.append(sum_to(d, x.shape))
+    return out[0], out[1]
 
 
 @autocast_policy("fp32", cpu=None)
