@@ -813,22 +813,19 @@ def _cosine_on_numpy(a: Tensor, b: Tensor, shape) -> bool:
             and a.dtype in _COSINE_NP and math.prod(shape) > 0)
 
 
-def _rows_last(x, dim: int, shape: tuple):
-    """x's array as C-contiguous rows along ``dim`` of the broadcast ``shape``: x's dims
-    padded on the left to len(shape), ``dim`` moved last and expanded to shape[dim] (the
-    other dims keep x's sizes; they broadcast in the NumPy maths)."""
+def _rows_along(x, dim: int, shape: tuple):
+    """x's array, C-contiguous, with rows along ``dim`` of the broadcast ``shape``: x's dims
+    padded on the left to len(shape), ``dim`` expanded to shape[dim] (the other dims keep
+    x's sizes; they broadcast in the NumPy maths)."""
     a = x._data.reshape((1,) * (len(shape) - x.ndim) + tuple(x.shape))
-    a = np.moveaxis(a, dim, -1)
-    if a.shape[-1] != shape[dim]:
-        a = np.broadcast_to(a, a.shape[:-1] + (shape[dim],))
+    if a.shape[dim] != shape[dim]:
+        a = np.broadcast_to(a, a.shape[:dim] + (shape[dim],) + a.shape[dim + 1:])
     return np.ascontiguousarray(a)
 
 
-def _rows_back(d, x: Tensor, dim: int) -> Tensor:
-    """A gradient in _rows_last's layout (the broadcast leading dims, ``dim`` last) summed
-    to x's shape, as a tensor on x's device."""
+def _rows_back(d, x: Tensor) -> Tensor:
+    """A gradient of the broadcast shape summed to x's shape, as a tensor on x's device."""
     from tgrad.backends._numpy_sum import float_sum
-    d = np.moveaxis(d, -1, dim)
     pad = d.ndim - x.ndim
     padded = (1,) * pad + tuple(x.shape)
     axes = tuple(i for i, n in enumerate(padded) if n == 1 and d.shape[i] != 1)
@@ -854,8 +851,8 @@ class _CosineSimilarity(Function):
     def forward(ctx, x1, x2, dim, eps, shape):
         from tgrad.backends import _numpy_dist  # (CPU only: not a backend primitive)
         save = True in ctx.needs_input_grad[:2]
-        cos, saved = _numpy_dist.cosine_fwd(_rows_last(x1, dim, shape),
-                                            _rows_last(x2, dim, shape), eps, save)
+        cos, saved = _numpy_dist.cosine_fwd(_rows_along(x1, dim, shape),
+                                            _rows_along(x2, dim, shape), eps, dim, save)
         if save:
             ctx.save_for_backward(x1, x2)
             ctx.np_saved = saved
@@ -872,8 +869,8 @@ class _CosineSimilarity(Function):
             return d1, d2, None, None, None
         from tgrad.backends import _numpy_dist
         d1, d2 = _numpy_dist.cosine_bwd(g._data, ctx.np_saved, need1, need2)
-        return (None if d1 is None else _rows_back(d1, x1, dim),
-                None if d2 is None else _rows_back(d2, x2, dim), None, None, None)
+        return (None if d1 is None else _rows_back(d1, x1),
+                None if d2 is None else _rows_back(d2, x2), None, None, None)
 
 
 def _cosine_grads_ops(x1, x2, g, dim: int, eps: float, shape, need1: bool, need2: bool):

@@ -9,12 +9,17 @@ run wherever their parts do, and differentiate through them):
   gradient). Where PyTorch takes its matmul path (p = 2 and more than 25 rows, or
   compute_mode 'use_mm_for_euclid_dist'), the node is PyTorch's EuclideanDistBackward0
   under a ViewBackward0 (the batch expanded and reshaped to (B, R, M) first, as PyTorch),
-  with PyTorch's matmul backward; its values stay the differences' norms (PyTorch's
-  |a|^2 + |b|^2 - 2 a.b is faster, less exact).
+  with PyTorch's matmul backward; its values are the differences' norms (PyTorch's
+  |a|^2 + |b|^2 - 2 a.b is faster, less exact), except for float32 on the CPU: there
+  |a|^2 + |b|^2 - 2 a.b in float64 with a per-pair error bound, the pairs it does not
+  cover recomputed from their differences (tgrad/backends/_numpy_dist.py euclid_f32:
+  within 0.52 ulp of the exact distance, where the float32 differences' norm was a few
+  ulp off and overflowed / underflowed in the squares).
 - ``pairwise_distance(x1, x2, p, eps)``: ||x1 - x2 + eps||_p over the last dim of the
   broadcast shape (PyTorch's formula, eps added to every difference).
 - ``pdist(input, p)``: the cdist of the rows of a 2-D input with themselves, upper
-  triangle (i < j) in row-major order, as one index_select of each row pair.
+  triangle (i < j) in row-major order, as one index_select of each row pair (float32,
+  p = 2 on the CPU: the upper triangle of the (N, N) matmul-path distances above).
 
 - ``dist(input, other, p)``: ||input - other||_p over all elements of the broadcast
   difference (a 0-d tensor; ``norm``'s gradient rules);
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import math
 
+from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
@@ -41,6 +47,7 @@ from tgrad.ops._common import (
     same_device,
     tensor_method,
     widen_halves,
+    wrap,
 )
 from tgrad.ops.gathering import index_select
 from tgrad.ops.inplace import inplace_method
@@ -167,7 +174,13 @@ class _EuclideanDist(Function):
 
     @staticmethod
     def forward(ctx, x1, x2):
-        y = norm(_pair_differences(x1, x2), 2.0, -1)
+        if x1.device.type == "cpu" and x1.dtype is dtypes.float32:
+            # float64 GEMM with a per-pair error bound, exact recomputation of the pairs it
+            # does not cover: faithfully rounded (tgrad/backends/_numpy_dist.py)
+            from tgrad.backends import _numpy_dist  # (CPU only: not a backend primitive)
+            y = wrap(_numpy_dist.euclid_f32(x1._data, x2._data), x1.device)
+        else:
+            y = norm(_pair_differences(x1, x2), 2.0, -1)
         ctx.save_for_backward(x1, x2, y)
         return y
 
@@ -222,6 +235,14 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:  # noqa: A002
     p = _p_arg("pdist", p)
     n = input.shape[0]
     (x,), half = widen_halves(input)
+    if p == 2 and x.device.type == "cpu" and x.dtype is dtypes.float32 and x.numel():
+        # the upper triangle of the (N, N) Euclidean distances of the GEMM path (its
+        # faithfully rounded values; its backward, a matmul, differentiates again)
+        import numpy as np
+        i, j = np.triu_indices(n, 1)
+        flat = wrap(i * n + j, x.device)  # (N (N - 1) / 2,) positions in the (N, N) rows
+        full = _EuclideanDist.apply(x, x).reshape(-1)
+        return rounded_to(index_select(full, 0, flat), half)
     pairs = triu_indices(n, n, 1, device=input.device)  # (2, N (N - 1) / 2)
     diff = index_select(x, 0, pairs[0]) - index_select(x, 0, pairs[1])
     if diff.shape[-1] == 0:  # M = 0: every distance is 0 (the inf norm has no identity)
