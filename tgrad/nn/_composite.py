@@ -1151,15 +1151,36 @@ class ConstantPad(Function):
     @staticmethod
     def forward(ctx, x, spec):
         ctx.spec = spec
-        shape, src, dst = spec[2]
-        out = full(shape, spec[1], dtype=x.dtype, device=x.device)
-        out[dst] = x[src]
-        return out
+        return _constant_pad_copy(x, spec[1], spec[2])
 
     @staticmethod
     def backward(ctx, g):
         back = tuple(-p for p in ctx.spec[0])
-        return ConstantPad.apply(g, (back, 0, _constant_pad_geometry(g.shape, back))), None
+        geometry = _constant_pad_geometry(g.shape, back)
+        if not differentiable_formula() and _fast_constant_pad(g):  # the same copy, no node
+            shape, src, dst = geometry
+            if all(s in (slice(None), slice(0, n)) for s, n in zip(dst, shape)):  # a crop only
+                return wrap(np.array(g._data[src], order="C"), g.device), None
+            return _constant_pad_copy(g, 0, geometry), None
+        return ConstantPad.apply(g, (back, 0, geometry)), None
+
+
+def _fast_constant_pad(t: Tensor) -> bool:
+    """Whether constant padding copies ``t``'s arrays in NumPy: on the CPU."""
+    return t.device.type == "cpu"
+
+
+def _constant_pad_copy(x: Tensor, value, geometry: tuple) -> Tensor:
+    """A ``value``-filled tensor of the padded shape with x's kept region copied in
+    (``geometry``: _constant_pad_geometry's); on the CPU the copy is one NumPy slice
+    assignment on the arrays (the same bits, without a tgrad op)."""
+    shape, src, dst = geometry
+    out = full(shape, value, dtype=x.dtype, device=x.device)
+    if _fast_constant_pad(x):
+        out._data[dst] = x._data[src]
+    else:
+        out[dst] = x[src]
+    return out
 
 
 

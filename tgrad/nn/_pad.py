@@ -22,8 +22,11 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy, pad_cpu_policy
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import Function, differentiable_formula, fw_level
+from tgrad.autograd.grad_mode import is_grad_enabled
+from tgrad.backends import _numpy_pad as _np_pad
 from tgrad.nn._piecewise import _Attach
+from tgrad.ops._common import wrap
 from tgrad.ops.creation import tensor
 from tgrad.ops.elementwise import node_variant
 from tgrad.ops.gathering import index_select
@@ -88,6 +91,10 @@ def pad_nonconstant(input: Tensor, pad: list, mode: str,  # noqa: A002
     # cropped sizes leave something to wrap (_circular); reflect / replicate are one node
     # (IndexPad)
     if mode == "circular" and _wraps_once(input.shape, pads):
+        if _fast(input) and _records_nothing(input):
+            # no graph to build: the same values as _circular's copies, one gather
+            return wrap(_np_pad.index_pad_fwd(input._data, _circular_steps(input.shape, pads)),
+                        input.device)
         return _circular(input, pads)
     x, copied, steps = input, False, []
     for i, (lo, hi) in enumerate(pads):
@@ -140,6 +147,31 @@ def _wraps_once(shape: tuple, pads: list) -> bool:
     return True
 
 
+def _fast(t: Tensor) -> bool:
+    """Whether padding runs on ``t``'s arrays (tgrad/backends/_numpy_pad.py): on the CPU."""
+    return t.device.type == "cpu"
+
+
+def _records_nothing(x: Tensor) -> bool:
+    """Whether an op on ``x`` records no graph: no gradient wanted of x (or grad mode off)
+    and no forward-AD level whose tangents would flow through it."""
+    return fw_level() is None and not (x.requires_grad and is_grad_enabled())
+
+
+def _circular_steps(shape: tuple, pads: list) -> tuple:
+    """_circular as index steps (dim, n, idx) for _numpy_pad.index_pad_fwd, every padded
+    dim (last first): the crop then the wrap, out[o] = in[s + (o - l) mod m] with s the
+    left crop, m the cropped size and l the positive left pad (_wraps_once: m > 0)."""
+    steps = []
+    for i, (lo, hi) in enumerate(pads):
+        d = len(shape) - 1 - i
+        n = shape[d]
+        start, m = max(-lo, 0), n - max(-lo, 0) - max(-hi, 0)
+        lo, hi = max(lo, 0), max(hi, 0)
+        steps.append((d, n, start + (np.arange(m + lo + hi, dtype=np.int64) - lo) % m))
+    return tuple(steps)
+
+
 def _circular(x: Tensor, pads: list) -> Tensor:
     """Circular padding as PyTorch's _pad_circular builds it: an empty output (x.ndim dims,
     padded dim d of size n + l + r), x's cropped interior copied into its middle, then per
@@ -187,19 +219,35 @@ class IndexPad(Function):
     def forward(ctx, x, spec):
         ctx.spec = spec
         ctx.save_for_backward(x)
-        # the source indices on x's device, once (the backward adds back at them)
-        ctx.indices = [tensor(idx, dtype=dtypes.int64, device=x.device) for _, _, idx in spec[0]]
+        ctx.indices = None
+        if not spec[0]:
+            return x.clone()
+        if _fast(x):  # the same copies on the arrays (_numpy_pad)
+            return wrap(_np_pad.index_pad_fwd(x._data, spec[0]), x.device)
         y = x
-        for (d, _, _), idx in zip(spec[0], ctx.indices):
+        for (d, _, _), idx in zip(spec[0], _indices(ctx, x.device)):
             y = index_select(y, d, idx)
-        return x.clone() if y is x else y
+        return y
 
     @staticmethod
     def backward(ctx, g):
+        steps = ctx.spec[0]
+        if steps and not differentiable_formula() and _fast(g) \
+                and g.dtype.np in _np_pad.FAST_DTYPES:  # the same sums (_numpy_pad)
+            return wrap(_np_pad.index_pad_bwd(g._data, steps), g.device), None
         (x,) = ctx.saved_tensors
-        for (d, n, _), idx in zip(reversed(ctx.spec[0]), reversed(ctx.indices)):
+        for (d, n, _), idx in zip(reversed(steps), reversed(_indices(ctx, g.device))):
             g = add_at(g, d, n, idx)
         return _Attach.apply(g, x), None
+
+
+def _indices(ctx, device) -> list:
+    """IndexPad's source indices as int64 tensors on ``device``, made once (the composite
+    forward selects, its backward adds back at them)."""
+    if ctx.indices is None:
+        ctx.indices = [tensor(idx, dtype=dtypes.int64, device=device)
+                       for _, _, idx in ctx.spec[0]]
+    return ctx.indices
 
 
 def _index_pad_classes() -> dict:

@@ -5,19 +5,21 @@ selu_, celu_, leaky_relu_, hardtanh_, threshold_ (the ``inplace=True`` forms).
 The shuffles are one reshape, one permute and one reshape inside one node of PyTorch's
 name (PixelShuffleBackward0, PixelUnshuffleBackward0, ChannelShuffleBackward0), whose
 gradient is the inverse shuffle of the output gradient; their result is always a new
-tensor (PyTorch's), never a view of the input.
+tensor (PyTorch's), never a view of the input. On the CPU the forward and the plain
+backward are NumPy copies on the arrays (tgrad/backends/_numpy_pad.py; the same bits).
 """
 
 from __future__ import annotations
 
 import warnings
 
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import Function, differentiable_formula
+from tgrad.backends import _numpy_pad as _np_pad
 from tgrad.nn._activations import celu
 from tgrad.nn._activations import threshold as _threshold
 from tgrad.nn._composite import elu, hardtanh, leaky_relu, selu
 from tgrad.nn.functional import _check_float, _check_tensor, relu, softmax
-from tgrad.ops._common import fresh
+from tgrad.ops._common import fresh, wrap
 from tgrad.ops.creation import empty_like, zeros_like
 from tgrad.ops.sorting import _int_arg
 from tgrad.tensor import Tensor, _wrap_dim
@@ -92,6 +94,12 @@ def _pixel_unshuffle(input: Tensor, r: int) -> Tensor:  # noqa: A002
     return _new(x.reshape(*lead, c * r * r, h // r, w // r), input)
 
 
+def _fast(t: Tensor) -> bool:
+    """Whether the shuffles copy ``t``'s array in NumPy (tgrad/backends/_numpy_pad.py): on
+    the CPU."""
+    return t.device.type == "cpu"
+
+
 class PixelShuffle(Function):
     """pixel_shuffle by r as one node, PyTorch's PixelShuffleBackward0: the reshape /
     permute / reshape above; dx = pixel_unshuffle(g, r) (the inverse permutation, the same
@@ -104,10 +112,14 @@ class PixelShuffle(Function):
     @staticmethod
     def forward(ctx, x, r):
         ctx.r = r
+        if _fast(x):  # the same copy on the array (_numpy_pad)
+            return wrap(_np_pad.pixel_shuffle(x._data, r), x.device)
         return _pixel_shuffle(x, r)
 
     @staticmethod
     def backward(ctx, g):
+        if not differentiable_formula() and _fast(g):  # the copy, no node
+            return wrap(_np_pad.pixel_unshuffle(g._data, ctx.r), g.device), None
         return PixelUnshuffle.apply(g, ctx.r), None
 
 
@@ -122,10 +134,14 @@ class PixelUnshuffle(Function):
     @staticmethod
     def forward(ctx, x, r):
         ctx.r = r
+        if _fast(x):  # the same copy on the array (_numpy_pad)
+            return wrap(_np_pad.pixel_unshuffle(x._data, r), x.device)
         return _pixel_unshuffle(x, r)
 
     @staticmethod
     def backward(ctx, g):
+        if not differentiable_formula() and _fast(g):  # the copy, no node
+            return wrap(_np_pad.pixel_shuffle(g._data, ctx.r), g.device), None
         return PixelShuffle.apply(g, ctx.r), None
 
 
@@ -159,12 +175,17 @@ class ChannelShuffle(Function):
     @staticmethod
     def forward(ctx, x, groups):
         ctx.groups = groups
+        if _fast(x):  # the same copy on the array (_numpy_pad)
+            return wrap(_np_pad.channel_shuffle(x._data, groups), x.device)
         n, c, *rest = x.shape
         y = x.reshape(n, groups, c // groups, *rest).transpose(1, 2)
         return _new(y.reshape(n, c, *rest), x)
 
     @staticmethod
     def backward(ctx, g):
+        if not differentiable_formula() and _fast(g):  # the copy, no node
+            return wrap(_np_pad.channel_shuffle(g._data, g.shape[1] // ctx.groups),
+                        g.device), None
         return ChannelShuffle.apply(g, g.shape[1] // ctx.groups), None
 
 
