@@ -64,7 +64,7 @@ def index_pad_fwd(x: np.ndarray, steps: tuple) -> np.ndarray:
     return y
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=8)  # (<= 1 MB each: a model pads a few shapes)
 def _flat_plane_index(sizes: tuple, picks: tuple) -> np.ndarray:
     """The row-major flat positions in a plane of ``sizes`` of the output positions of
     ``picks`` ((dim in the plane, the int64 index's bytes) per indexed dim; the others
