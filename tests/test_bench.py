@@ -294,3 +294,21 @@ def test_bench_train_cpu_runs_and_writes_json(tmp_path, capsys):
     assert [r["case"] for r in data["results"]] == ["mlp_adam", "cnn_sgd", "tfm_adamw", "vae_adam",
                                                     "resnet_sgd"]
     assert all(r["tgrad_ms"] > 0 for r in data["results"])
+
+
+def test_bench_ops_torch_cases_run_on_tgrad():
+    """perf/bench_ops_torch.py: the case table builds without torch (imported only in its
+    main), names are unique, the regex picks cases, and a few time on tgrad (structure only;
+    the PyTorch side needs a Python with torch)."""
+    spec = importlib.util.spec_from_file_location("bench_ops_torch",
+                                                  ROOT / "perf" / "bench_ops_torch.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    names = [s[0] for s in mod.SPECS]
+    assert len(names) == len(set(names)) > 400
+    picked = mod.select("^(add|flip|cdist)$")
+    assert [s[0] for s in picked] == ["add", "flip", "cdist"]
+    import tgrad
+    for _, fn, inputs, _, bwd in picked:
+        fwd, fb = mod.bench_one(tgrad, fn, inputs, bwd)
+        assert fwd > 0 and fb is not None and fb > 0
