@@ -15,7 +15,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import Function, fw_level
 from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.cuda.index_errors import DeviceIndexError
 from tgrad.ops import composite as cp
@@ -137,8 +137,8 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,  # 
             # one copy, masked only where x is not finite (the wheres below: 6 passes)
             from tgrad.backends import numpy as np_backend
             out = wrap(np_backend._nan_to_num(input._data, nan, hi, lo), input.device)
-            if input.requires_grad and is_grad_enabled():
-                return _NanToNum.apply(input, out)
+            if (input.requires_grad and is_grad_enabled()) or fw_level() is not None:
+                return _NanToNum.apply(input, out)  # (a graph or forward-AD tangents)
             return out
         x = ew.where(ew.isnan(input), nan, input)
         return ew.where(ew.eq(x, np.inf), hi, ew.where(ew.eq(x, -np.inf), lo, x))
