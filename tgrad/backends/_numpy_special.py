@@ -24,7 +24,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from tgrad.backends._numpy_sum import flat_blocks
+from tgrad.backends.numpy import _ERF32_MID as ERF32_MID
+from tgrad.backends.numpy import _ERF32_SMALL as ERF32_SMALL
 from tgrad.backends.numpy import _erf
+from tgrad.backends.numpy import _horner_f64 as horner_f64
 from tgrad.ops.erfs import (
     _ERFCX_PIECES,
     _GILES_CENTRAL,
@@ -96,8 +99,8 @@ def _giles(w: np.ndarray, y: np.ndarray) -> np.ndarray:
         return _horner(_GILES_CENTRAL, w - GILES_CENTRAL_AT) * y
     p = np.empty_like(w)
     central = np.flatnonzero(is_central)
-    p.put(central, _horner(_GILES_CENTRAL, w.take(central) - GILES_CENTRAL_AT))
-    p.put(tail, _horner(_GILES_TAIL, np.sqrt(w.take(tail)) - GILES_TAIL_AT))
+    p[central] = _horner(_GILES_CENTRAL, w.take(central) - GILES_CENTRAL_AT)
+    p[tail] = _horner(_GILES_TAIL, np.sqrt(w.take(tail)) - GILES_TAIL_AT)
     return p * y
 
 
@@ -125,8 +128,8 @@ def _erfcx_pos(x: np.ndarray) -> np.ndarray:
         far = np.flatnonzero(xb >= hi2)
         if far.size:
             f = _fraction(xb.take(far), 1)
-            val.put(far, 1.0 / (f * _SQRT_PI))
-        out.put(big, val)
+            val[far] = 1.0 / (f * _SQRT_PI)
+        out[big] = val
     return out
 
 
@@ -147,11 +150,11 @@ def _erfcinv(s: np.ndarray) -> np.ndarray:
     is_fit = w < ERFCINV_FIT
     fit = np.flatnonzero(is_fit)
     if fit.size:
-        v.put(fit, _giles(w.take(fit), 1.0 - s.take(fit)))
+        v[fit] = _giles(w.take(fit), 1.0 - s.take(fit))
     far = np.flatnonzero(~is_fit)
     if far.size:
         big_l = -log_s.take(far)
-        v.put(far, np.sqrt(big_l - 0.5 * np.log(big_l * math.pi)))
+        v[far] = np.sqrt(big_l - 0.5 * np.log(big_l * math.pi))
     for _ in range(ERFCINV_NEWTON):  # v += (log erfcx(v) - v^2 - log s) sqrt(pi)/2 erfcx(v)
         e = _erfcx_pos(v)
         v = v + (np.log(e) - v * v - log_s) * e * (_SQRT_PI / 2)
@@ -167,21 +170,76 @@ def _erfinv_block(y: np.ndarray) -> np.ndarray:
     if central.size == y.size:
         return _erfinv_central(y)
     if central.size:
-        out.put(central, _erfinv_central(y.take(central)))
+        out[central] = _erfinv_central(y.take(central))
     tail = np.flatnonzero((ay >= 0.5) & (ay < 1.0))
     if tail.size:
         yt = y.take(tail)
-        out.put(tail, np.copysign(_erfcinv(1.0 - np.abs(yt)), yt))
+        out[tail] = np.copysign(_erfcinv(1.0 - np.abs(yt)), yt)
     edge = np.flatnonzero(~(ay < 1.0))
     if edge.size:
         ye = y.take(edge)
-        out.put(edge, np.where(np.abs(ye) == 1.0, ye * math.inf, math.nan))
+        out[edge] = np.where(np.abs(ye) == 1.0, ye * math.inf, math.nan)
     return out
+
+
+# float32 erfinv, computed in float64 and rounded once: its result needs ~1e-16, which Giles'
+# single-precision fit (~1e-7) reaches in one Halley step (cubic: the two Newton steps of
+# the float64 path, each with a full float64 erf, are not needed), on f(x) = erf(x) - |y|
+# where Giles gives x < 1, on f(v) = erfc(v) - s, s = 1 - |y| (exact), beyond; with
+# d = f / f' and f'' / f' = -2x, the step is x - d / (1 + x d). erf and erfcx are the
+# float32 erf's polynomials (tgrad.backends.numpy._ERF32_SMALL / _MID): erf(x) = x P(x^2),
+# erfc(v) = exp(-v^2) H(v - 5/2), so d = (x P(x^2) - |y|) sqrt(pi)/2 exp(x^2) below 1 and
+# d = -sqrt(pi)/2 (H(v - 5/2) - s exp(v^2)) beyond. Every float32 gives the float64 path's
+# bits (docs/performance.md: an exhaustive sweep), ~3x faster.
+def _erfinv32_block(y: np.ndarray) -> np.ndarray:
+    """erf^-1(y) for a 1-D float64 array of float32 values (see above)."""
+    ay = np.abs(y)
+    w = (1.0 - ay) * (1.0 + ay)
+    np.log(w, out=w)
+    np.negative(w, out=w)  # (|y| >= 1, NaN: w is +inf or NaN, fixed at the end)
+    x = _horner(_GILES_CENTRAL, w - GILES_CENTRAL_AT)
+    far = np.flatnonzero(w >= GILES_SPLIT)
+    if far.size:
+        x[far] = _horner(_GILES_TAIL, np.sqrt(w[far]) - GILES_TAIL_AT)
+    x *= ay
+    is_low = x < 1.0
+    low = np.flatnonzero(is_low)
+    if low.size:  # d = (erf(x) - |y|) / (2/sqrt(pi) exp(-x^2))
+        xl = x[low]
+        t = xl * xl
+        d = horner_f64(ERF32_SMALL, t)
+        d *= xl
+        d -= ay[low]
+        d *= np.exp(t, out=t)
+        d *= _SQRT_PI / 2
+        x[low] = _halley(xl, d)
+    high = np.flatnonzero(~is_low & (ay < 1.0))
+    if high.size:  # d = (erfc(v) - s) / (-2/sqrt(pi) exp(-v^2))
+        v = x[high]
+        e = np.multiply(v, v)
+        np.exp(e, out=e)
+        e *= 1.0 - ay[high]
+        d = horner_f64(ERF32_MID, v - 2.5)
+        d -= e
+        d *= -_SQRT_PI / 2
+        x[high] = _halley(v, d)
+    edge = np.flatnonzero(~(ay < 1.0))
+    if edge.size:
+        x[edge] = np.where(ay[edge] == 1.0, math.inf, math.nan)
+    return np.copysign(x, y, out=x)
+
+
+def _halley(x: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Halley's step x - d / (1 + x d) for f'' / f' = -2x, d = f / f' (d overwritten)."""
+    den = x * d
+    den += 1.0
+    np.divide(d, den, out=d)
+    return np.subtract(x, d, out=d)
 
 
 def erfinv(y: np.ndarray) -> np.ndarray:
     """erf^-1 elementwise of a float32 / float64 array (float32 computed in float64)."""
-    return blocked(_erfinv_block, y)
+    return blocked(_erfinv32_block if y.dtype.itemsize <= 4 else _erfinv_block, y)
 
 
 # ---------------------------------------------- erfc, erfcx, ndtr, log_ndtr, ndtri
@@ -219,9 +277,9 @@ def _erfc_block(x: np.ndarray) -> np.ndarray:
     out = 1.0 - _erf(x) if not big.size else np.empty_like(x)
     if big.size:
         rest = np.flatnonzero(~is_big)
-        out.put(rest, 1.0 - _erf(x.take(rest)))
+        out[rest] = 1.0 - _erf(x.take(rest))
         xb = x.take(big)
-        out.put(big, _exp_sq(xb, -1.0) * _erfcx_pos(xb))
+        out[big] = _exp_sq(xb, -1.0) * _erfcx_pos(xb)
     return _keep_nan(x, out)
 
 
@@ -231,7 +289,7 @@ def _erfcx_block(x: np.ndarray) -> np.ndarray:
     neg = np.flatnonzero(x < 0.0)
     if neg.size:
         xn = x.take(neg)
-        out.put(neg, _exp_sq(xn, 1.0) * 2.0 - out.take(neg))
+        out[neg] = _exp_sq(xn, 1.0) * 2.0 - out.take(neg)
     return _keep_nan(x, out)
 
 
@@ -239,7 +297,7 @@ def _keep_nan(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     """out with x at x's NaNs (the composites' final where(isnan(x), x, out))."""
     nan = np.flatnonzero(np.isnan(x))
     if nan.size:
-        out.put(nan, x.take(nan))
+        out[nan] = x.take(nan)
     return out
 
 
@@ -255,11 +313,11 @@ def _ndtr_block(x: np.ndarray) -> np.ndarray:
     lo, hi = np.flatnonzero(x < -1.0), np.flatnonzero(x > 1.0)
     mid = np.flatnonzero(~((x < -1.0) | (x > 1.0)))
     if mid.size:
-        out.put(mid, 0.5 + 0.5 * _erf(x.take(mid) * _R2))
+        out[mid] = 0.5 + 0.5 * _erf(x.take(mid) * _R2)
     if lo.size:
-        out.put(lo, _ndtr_lower(x.take(lo)))
+        out[lo] = _ndtr_lower(x.take(lo))
     if hi.size:
-        out.put(hi, 1.0 - _ndtr_lower(-x.take(hi)))
+        out[hi] = 1.0 - _ndtr_lower(-x.take(hi))
     return _keep_nan(x, out)
 
 
@@ -270,12 +328,12 @@ def _log_ndtr_block(x: np.ndarray) -> np.ndarray:
     lo, hi = np.flatnonzero(x < -1.0), np.flatnonzero(x > 1.0)
     mid = np.flatnonzero(~((x < -1.0) | (x > 1.0)))
     if mid.size:
-        out.put(mid, np.log1p(-(0.5 - 0.5 * _erf(x.take(mid) * _R2))))
+        out[mid] = np.log1p(-(0.5 - 0.5 * _erf(x.take(mid) * _R2)))
     if lo.size:
         xl = x.take(lo)
-        out.put(lo, np.log(_erfcx_pos(xl * -_R2) * 0.5) - xl * 0.5 * xl)
+        out[lo] = np.log(_erfcx_pos(xl * -_R2) * 0.5) - xl * 0.5 * xl
     if hi.size:
-        out.put(hi, np.log1p(-_ndtr_lower(-x.take(hi))))
+        out[hi] = np.log1p(-_ndtr_lower(-x.take(hi)))
     return _keep_nan(x, out)
 
 
@@ -293,11 +351,11 @@ def _ndtri_block(p: np.ndarray) -> np.ndarray:
     x = np.empty_like(q)
     mid = np.flatnonzero(is_mid)
     if mid.size:
-        x.put(mid, _erfinv_central(q.take(mid) * 2.0 - 1.0) * math.sqrt(2.0))
+        x[mid] = _erfinv_central(q.take(mid) * 2.0 - 1.0) * math.sqrt(2.0)
     tail = np.flatnonzero(~is_mid)
     if tail.size:
-        x.put(tail, -_erfcinv(q.take(tail) * 2.0) * math.sqrt(2.0))
-    out.put(ok, np.where(upper, -x, x))
+        x[tail] = -_erfcinv(q.take(tail) * 2.0) * math.sqrt(2.0)
+    out[ok] = np.where(upper, -x, x)
     return out
 
 
@@ -310,7 +368,7 @@ def erfcx_grad_factor(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         d = xf * yf * 2.0 - 2 / _SQRT_PI
         big = np.flatnonzero(xf >= 2.5)
         if big.size:
-            d.put(big, -yf.take(big) / _fraction(xf.take(big), 2))
+            d[big] = -yf.take(big) / _fraction(xf.take(big), 2)
     return d.reshape(x.shape)
 
 
@@ -325,10 +383,10 @@ def log_ndtr_grad_factor(x: np.ndarray) -> np.ndarray:
         neg, rest = np.flatnonzero(is_neg), np.flatnonzero(~is_neg)
         if neg.size:
             e = _erfcx_block(xf.take(neg) * -_R2)
-            d.put(neg, np.reciprocal(e) * math.sqrt(2 / math.pi))
+            d[neg] = np.reciprocal(e) * math.sqrt(2 / math.pi)
         if rest.size:
             xr = xf.take(rest)
-            d.put(rest, _exp_sq(xr, -0.5) * (1 / math.sqrt(2 * math.pi)) / _ndtr_block(xr))
+            d[rest] = _exp_sq(xr, -0.5) * (1 / math.sqrt(2 * math.pi)) / _ndtr_block(xr)
     return d.reshape(x.shape)
 
 
@@ -369,22 +427,33 @@ def _lgamma_pos(x: np.ndarray) -> np.ndarray:
     if big.size:  # (x - 1/2) log x - x + log(2 pi)/2 + sum_k B_2k / (2k (2k-1) x^(2k-1))
         xb = x.take(big)
         r = 1.0 / xb
-        out.put(big, (xb - 0.5) * np.log(xb) - xb + 0.5 * math.log(2 * math.pi)
-                + r * _horner(_STIRLING, r * r))
+        out[big] = ((xb - 0.5) * np.log(xb) - xb + 0.5 * math.log(2 * math.pi)
+                    + r * _horner(_STIRLING, r * r))
     small = np.flatnonzero(~is_big)
     if small.size:
         xs = x.take(small)
         xs = np.where(xs > 0.0, xs, 1.0)
         low, mid = xs < 0.5, xs < 1.5
         prod, y = xs * 0.0 + 1.0, xs
+        # The composite's where(c, a, b) as arithmetic on the mask c (0.0 / 1.0), whose
+        # results are its bits (np.where and masked ufuncs on a mixed mask are 5-40x slower
+        # than an operation): y - c is y - 1.0 or y exactly; (y - 1) c + 1 is y (y in
+        # [1.5, 7): y - 1 and its sum with 1 exact) or 1.0; a - v c is a - v or a - (+-0.0)
+        # = a (a never -0.0 there: log of prod is +0.0 at prod = 1)
+        factor = np.empty_like(xs)
         for _ in range(LGAMMA_RECURRENCE_STEPS):  # 2.5 <= y < 8 down to [1.5, 2.5)
             down = y >= LGAMMA_RECURRENCE_DOWN_FROM
-            y = np.where(down, y - 1.0, y)
-            prod = prod * np.where(down, y, 1.0)
-        z = np.where(low, xs, np.where(mid, xs - 1.0, y - 2.0))
-        corr = (np.log(prod) - np.where(mid, np.log1p(z), 0.0)
-                - np.where(low, np.log(xs), 0.0))
-        out.put(small, z * _horner(_LG2, z) + corr)
+            y = y - down
+            np.subtract(y, 1.0, out=factor)
+            factor *= down
+            factor += 1.0
+            prod *= factor
+        # z = xs (low: y = xs), xs - 1 (mid: y = xs), else y - 2
+        z = y - (2.0 - mid.astype(np.float64) - low)
+        corr = np.log(prod)
+        corr -= np.log1p(z) * mid
+        corr -= np.log(xs) * low
+        out[small] = z * _horner(_LG2, z) + corr
     return out
 
 
@@ -421,15 +490,15 @@ def _lgamma_block(x: np.ndarray) -> np.ndarray:
         # log |sin(pi r)|, as log(pi) + log |r| below |r| = 2^-100 (pi r subnormal there)
         refl = np.where(np.abs(r) < LGAMMA_TINY_SINE, -np.log(np.abs(r)),
                         math.log(math.pi) - np.log(np.abs(np.sin(r * math.pi)))) - lg
-        out.put(neg, refl)
+        out[neg] = refl
         lo, hi = LGAMMA_ROOTS_SPAN
         near = np.flatnonzero((xn > lo) & (xn < hi) & (np.abs(refl) * 2.0 < np.abs(lg)))
         if near.size:
-            out.put(neg.take(near), _lgamma_near_roots(xn.take(near)))
+            out[neg.take(near)] = _lgamma_near_roots(xn.take(near))
     odd = np.flatnonzero(~np.isfinite(x) | ((x <= 0.0) & (x == np.floor(x))))
     if odd.size:  # the poles and +-inf: +inf; NaN: x
         xo = x.take(odd)
-        out.put(odd, np.where(np.isnan(xo), xo, math.inf))
+        out[odd] = np.where(np.isnan(xo), xo, math.inf)
     return out
 
 
@@ -468,16 +537,20 @@ def _polygamma_pos(n: int, x: np.ndarray) -> np.ndarray:
             else:
                 np.divide(zr, br, out=step)
                 np.power(step, -float(n + 1), out=step)
-            np.add(ar, step, out=ar, where=up)  # (adding the composite's 0.0 elsewhere:
-            np.add(zr, 1.0, out=zr, where=up)  # the same, acc never being -0.0 there)
-        z.put(rec, zr)
-        acc.put(rec, ar)
+            # the composite's acc + where(up, step, 0.0), z + where(up, 1, 0) as arithmetic
+            # on the mask (a masked ufunc on a mixed mask is ~40x slower): step * 0.0 is
+            # +0.0 (step finite and >= 0) and acc is never -0.0, so the bits are the same
+            step *= up
+            ar += step
+            zr += up
+        z[rec] = zr
+        acc[rec] = ar
     r = 1.0 / z
     if n == 0:  # psi(x) = log x - 1/(2x) - sum_k B_2k / (2k x^2k)
         out = np.log(z) - 0.5 * r - r * r * _horner(_PSI, r * r) - acc
         near = np.flatnonzero((x >= 1.25) & (x < 2.75))
         if near.size:
-            out.put(near, _horner(_PSI2, x.take(near) - 2.0))
+            out[near] = _horner(_PSI2, x.take(near) - 2.0)
         return out
     coefs, mantissa, exponent = polygamma_zeta_terms(n)
     series = 0.5 + r * _horner(coefs, r * r)
@@ -519,7 +592,7 @@ def _polygamma_block(n: int, reflection: tuple | None, x: np.ndarray) -> np.ndar
                     np.where(cot == 0.0, pos, np.where(r < 0.0, math.inf, -math.inf)))
         else:
             refl = (-1) ** n * pos - reflection[1] * _horner(reflection[0], cot)
-        out.put(neg, refl)
+        out[neg] = refl
     odd = np.flatnonzero(~np.isfinite(x) | ((x <= 0.0) & (x == np.floor(x))))
     if odd.size:
         xo, vo = x.take(odd), out.take(odd)
@@ -532,7 +605,7 @@ def _polygamma_block(n: int, reflection: tuple | None, x: np.ndarray) -> np.ndar
             vo = np.where(xo == -math.inf, math.nan,
                           np.where(pole, (-1) ** (n + 1) * math.inf, vo))
             vo = np.where(xo == math.inf, 0.0, vo)
-        out.put(odd, vo)
+        out[odd] = vo
     return out
 
 
