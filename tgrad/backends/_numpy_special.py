@@ -8,7 +8,7 @@ Two things make them fast, neither changes a value (float64 results are bit-iden
 the composites'): the input is processed in blocks of _BLOCK elements, so that the dozens
 of temporaries of a series stay in cache (elementwise, so the blocking changes nothing);
 and each branch (erfinv's tails, lgamma's and psi's reflection, the pieces of erfcx, ...)
-is evaluated only on the elements that take it (np.flatnonzero, take, put), where the
+is evaluated only on the elements that take it (np.flatnonzero, take, out[idx] = v), where the
 composites, which also run on the GPU, compute every branch for every element and select.
 float32 is computed in float64 and rounded once (the composites' lgamma / polygamma do so
 too; erfinv's float32 composite, computed in float32, was 2.3 ulp off against mpmath on a
