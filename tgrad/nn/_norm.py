@@ -365,6 +365,8 @@ class GroupNorm(Function):
         from tgrad.nn.functional import LayerNormBackward, _ln_stats
         x, w = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        if _host_group_norm_bwd(g, x, w):  # the same steps on the arrays (bit-identical)
+            return _group_norm_bwd_host(ctx, g, x, w, need_x, need_w, need_b)
         (gf, xf), half = widen_halves(g, x)
         n, groups = x.shape[0], ctx.groups
         dims, shape = _channel_dims(x)
@@ -386,15 +388,62 @@ class GroupNorm(Function):
                 db = gf.sum(dims).to(pdt)
         elif need_w or need_b:  # PyTorch's: per (n, c) sums of g x and g, one full-size
             c = x.shape[1]  # product; dw_c = sum_n rstd (sum(g x) - mean sum(g))
-            gr = gf.reshape(n, c, -1)
+            # (sizes, not -1: an empty batch has dw = db = 0, as PyTorch)
+            planes, per_group = (n, c, math.prod(x.shape[2:])), (n, groups, c // groups)
+            gr = gf.reshape(planes)
             sum_g = gr.sum(-1)
             if need_w:
-                sum_gx = (gr * xf.reshape(n, c, -1)).sum(-1)
-                dw = ((sum_gx.reshape(n, groups, -1) - mean * sum_g.reshape(n, groups, -1))
+                sum_gx = (gr * xf.reshape(planes)).sum(-1)
+                dw = ((sum_gx.reshape(per_group) - mean * sum_g.reshape(per_group))
                       * rstd).sum(0).reshape(c).to(pdt)
             if need_b:
                 db = sum_g.sum(0).to(pdt)
         return dx, dw, db, None
+
+
+_HOST_DTYPES = (dtypes.float32, dtypes.float64)
+
+
+def _host_group_norm_bwd(g: Tensor, x: Tensor, w: Tensor | None) -> bool:
+    """Whether GroupNorm's plain backward runs on the NumPy arrays: no graph to record
+    (create_graph and forward AD keep the tgrad ops), CPU float32/float64 tensors of one
+    dtype."""
+    return (not differentiable_formula() and x.device.type == "cpu"
+            and x.dtype in _HOST_DTYPES and g.dtype is x.dtype
+            and (w is None or w.dtype is x.dtype))
+
+
+def _group_norm_bwd_host(ctx, g: Tensor, x: Tensor, w: Tensor | None, need_x: bool,
+                         need_w: bool, need_b: bool) -> tuple:
+    """GroupNorm.backward's plain branch on the arrays: the same NumPy calls as its tgrad
+    ops make (the multiplies, layer_norm_bwd on the (N, G, rest) rows, the sums), without
+    their ~20 nodes' Python work; shapes as there."""
+    be = backend_of(x)
+    n, groups, c = x.shape[0], ctx.groups, x.shape[1]
+    ga, xa = g._data, x._data
+    rows_shape = (n, groups, x.numel() // max(n * groups, 1))
+    mean, rstd = ctx.mean._data[..., None], ctx.rstd._data[..., None]  # (N, G, 1)
+    shape = (c,) + (1,) * (x.ndim - 2)
+    dx = dw = db = None
+    with be.quiet():
+        if need_x:
+            gw = ga if w is None else np.multiply(ga, w._data.reshape(shape))
+            dx = be.layer_norm_bwd(np.reshape(gw, rows_shape), np.reshape(xa, rows_shape),
+                                   mean, rstd, None, 1, False, False)[0]
+            dx = wrap(dx.reshape(x.shape), x.device)
+        need_w = need_w and w is not None
+        if need_w or need_b:  # dw_c = sum_n rstd (sum(g x) - mean sum(g)), db_c = sum g
+            planes, per_group = (n, c, math.prod(x.shape[2:])), (n, groups, c // groups)
+            gr = ga.reshape(planes)
+            sum_g = be.sum_(gr, (2,), False)
+            if need_w:
+                sum_gx = be.sum_(np.multiply(gr, xa.reshape(planes)), (2,), False)
+                t = np.subtract(sum_gx.reshape(per_group),
+                                np.multiply(mean, sum_g.reshape(per_group)))
+                dw = wrap(be.sum_(np.multiply(t, rstd), (0,), False).reshape(c), x.device)
+            if need_b:
+                db = wrap(be.sum_(sum_g, (0,), False), x.device)
+    return dx, dw, db, None
 
 
 def instance_norm(input: Tensor, running_mean: Tensor | None = None,  # noqa: A002
