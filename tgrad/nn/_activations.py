@@ -9,19 +9,21 @@ from __future__ import annotations
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import Function, differentiable_formula
+from tgrad.backends import _numpy_act as _np_act
 from tgrad.nn._composite import (
     Celu,
     Hardsigmoid,
     Threshold,
     _check_float,
     _int_scalars,
+    _np_fast,
     _Piecewise,
     _rounded_once,
 )
 from tgrad.nn._piecewise import _Attach
 from tgrad.nn.functional import _check_tensor
-from tgrad.ops._common import rounded_to, widen_halves
+from tgrad.ops._common import rounded_to, widen_halves, wrap
 from tgrad.ops.elementwise import clamp, tanh, where
 from tgrad.ops.inplace import apply_inplace
 from tgrad.ops.reduce import sum_to
@@ -43,11 +45,15 @@ class Hardswish(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
+        if _np_fast(x):  # the same steps on the arrays (_numpy_act)
+            return wrap(_np_act.hardswish(x._data), x.device)
         return x * clamp(x + 3.0, 0.0, 6.0) / 6.0
 
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
+        if not differentiable_formula() and _np_fast(g) and g.dtype is x.dtype:
+            return wrap(_np_act.hardswish_grad(x._data, g._data), g.device)
         middle = (x > -3.0) & (x < 3.0)
         return where(middle, g * (x / 3.0 + 0.5), where(x <= -3.0, 0.0, g))
 
@@ -107,6 +113,8 @@ class Softshrink(_Piecewise):
 
     name = "softshrink"
     node_name = "SoftshrinkBackward0"
+    np_value = staticmethod(_np_act.softshrink)
+    np_grad = staticmethod(_np_act.shrink_grad)
 
     @staticmethod
     def value(x: Tensor, lambd: float) -> Tensor:
@@ -127,6 +135,8 @@ class Hardshrink(_Piecewise):
 
     name = "hardshrink"
     node_name = "HardshrinkBackward0"
+    np_value = staticmethod(_np_act.hardshrink)
+    np_grad = staticmethod(_np_act.shrink_grad)
 
     @staticmethod
     def value(x: Tensor, lambd: float) -> Tensor:

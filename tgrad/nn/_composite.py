@@ -28,6 +28,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad._autocast import UNSAFE_BCE, autocast_policy, refuse_in_region
 from tgrad.autograd.function import Function, differentiable_formula, expandable
+from tgrad.backends import _numpy_act as _np_act
 from tgrad.nn._piecewise import _Attach
 from tgrad.nn.functional import (
     _check_elementwise_weight,
@@ -100,18 +101,39 @@ class _Piecewise(Function):
     """One node for a piecewise-linear activation y = f(x), as PyTorch's: dx = J(x) g with
     J piecewise constant (``mask_grad``), attached to x's graph (_piecewise._Attach: under
     create_graph dx requires grad when x does, d(dx)/dx = 0, PyTorch's double backward);
-    d(dx)/dg is the same masking, so the backward differentiates again."""
+    d(dx)/dg is the same masking, so the backward differentiates again.
+
+    On the CPU (float32/float64) ``np_value`` / ``np_grad`` (tgrad/backends/_numpy_act.py:
+    the same NumPy steps on the arrays, the same bits; None: none, or a result None where
+    they do not apply) compute the forward, and the backward when no graph is recorded
+    (``differentiable_formula``: not under create_graph or in a forward-AD level)."""
+
+    np_value = None  # (x array, *p) -> y array or None
+    np_grad = None  # (x array, g array, *p) -> dx array
 
     @classmethod
     def forward(cls, ctx, x, *p):
         ctx.save_for_backward(x)
         ctx.p = p
+        if cls.np_value is not None and _np_fast(x):
+            y = cls.np_value(x._data, *p)
+            if y is not None:
+                return wrap(y, x.device)
         return cls.value(x, *p)
 
     @classmethod
     def backward(cls, ctx, g):
         (x,) = ctx.saved_tensors
+        if cls.np_grad is not None and not differentiable_formula() and _np_fast(g) \
+                and g.dtype is x.dtype:
+            return (wrap(cls.np_grad(x._data, g._data, *ctx.p), g.device),) \
+                + (None,) * len(ctx.p)
         return (_Attach.apply(cls.mask_grad(x, g, *ctx.p), x),) + (None,) * len(ctx.p)
+
+
+def _np_fast(t: Tensor) -> bool:
+    """Whether ``t`` is a CPU float32/float64 tensor, whose op may run _numpy_act's steps."""
+    return t._device.type == "cpu" and _np_act.fast_dtype(t.dtype.np)
 
 
 class LeakyRelu(_Piecewise):
@@ -120,6 +142,8 @@ class LeakyRelu(_Piecewise):
 
     name = "leaky_relu"
     node_name = "LeakyReluBackward0"
+    np_value = staticmethod(_np_act.leaky_relu)
+    np_grad = staticmethod(_np_act.leaky_relu_grad)
 
     @staticmethod
     def value(x: Tensor, slope: float) -> Tensor:
@@ -136,6 +160,8 @@ class Hardtanh(_Piecewise):
 
     name = "hardtanh"
     node_name = "HardtanhBackward0"
+    np_value = staticmethod(_np_act.hardtanh)
+    np_grad = staticmethod(_np_act.hardtanh_grad)
 
     @staticmethod
     def value(x: Tensor, lo: float, hi: float) -> Tensor:
@@ -152,6 +178,8 @@ class Threshold(_Piecewise):
 
     name = "threshold"
     node_name = "ThresholdBackward0"
+    np_value = staticmethod(_np_act.threshold)
+    np_grad = staticmethod(_np_act.threshold_grad)
 
     @staticmethod
     def value(x: Tensor, th: float, v: float) -> Tensor:
@@ -174,6 +202,8 @@ class Hardsigmoid(_Piecewise):
 
     name = "hardsigmoid"
     node_name = "HardsigmoidBackward0"
+    np_value = staticmethod(_np_act.hardsigmoid)
+    np_grad = staticmethod(_np_act.hardsigmoid_grad)
 
     @staticmethod
     def value(x: Tensor) -> Tensor:
@@ -453,6 +483,8 @@ class SmoothL1Loss(_DiffLoss):
 
     name = "smooth_l1_loss"
     node_name = "SmoothL1LossBackward0"
+    np_loss = staticmethod(_np_act.smooth_l1)
+    np_dloss = staticmethod(_np_act.smooth_l1_grad)
 
     @staticmethod
     def loss(d: Tensor, beta: float) -> Tensor:
@@ -472,6 +504,8 @@ class HuberLoss(_DiffLoss):
 
     name = "huber_loss"
     node_name = "HuberLossBackward0"
+    np_loss = staticmethod(_np_act.huber)
+    np_dloss = staticmethod(_np_act.huber_grad)
 
     @staticmethod
     def loss(d: Tensor, delta: float) -> Tensor:

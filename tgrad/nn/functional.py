@@ -25,6 +25,7 @@ from tgrad._autocast import autocast_policy
 from tgrad.autograd import function as _function
 from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import STATE, is_grad_enabled
+from tgrad.backends import _numpy_act as _np_act
 from tgrad.ops._common import (
     backend_of,
     fresh,
@@ -722,7 +723,15 @@ class _DiffLoss(Function):
     sums a broadcast gradient to each input's shape. Under create_graph with both wanted,
     dl/dt is computed again with nodes of its own (PyTorch's calls the loss's backward
     twice), so differentiating one gradient without retain_graph leaves the other's graph
-    whole."""
+    whole.
+
+    ``np_loss`` / ``np_dloss`` (tgrad/backends/_numpy_act.py; None: none): ``loss`` and
+    ``dloss`` as the same NumPy steps on the arrays (the same bits), taken for CPU
+    float32/float64 operands of one dtype: in the forward, and in the backward when no graph
+    is recorded (``differentiable_formula``)."""
+
+    np_loss = None  # (d array, p) -> l array
+    np_dloss = None  # (d array, p) -> dl/dd array
 
     @staticmethod
     def loss(d: Tensor, p) -> Tensor:
@@ -733,9 +742,18 @@ class _DiffLoss(Function):
         raise NotImplementedError
 
     @classmethod
+    def _np_ok(cls, x: Tensor, t: Tensor, hook) -> bool:
+        return hook is not None and x._device.type == "cpu" and t._device is x._device \
+            and t.dtype is x.dtype and _np_act.fast_dtype(x.dtype.np)
+
+    @classmethod
     def forward(cls, ctx, x, t, reduction, p=None):
         ctx.save_for_backward(x, t)
-        loss = cls.loss(x - t, p)
+        if cls._np_ok(x, t, cls.np_loss):  # d = x - t and the loss on the arrays
+            loss = wrap(cls.np_loss(backend_of(x).binary("sub", x._data, t._data), p),
+                        x.device)
+        else:
+            loss = cls.loss(x - t, p)
         ctx.meta = (reduction, loss.numel(), p)
         return _reduce_loss(loss, reduction)
 
@@ -744,6 +762,9 @@ class _DiffLoss(Function):
         x, t = ctx.saved_tensors
         reduction, n, p = ctx.meta
         need_x, need_t = ctx.needs_input_grad[:2]
+        if not differentiable_formula() and cls._np_ok(x, t, cls.np_dloss) \
+                and g._device is x._device and g.dtype is x.dtype:
+            return _np_loss_grads(cls.np_dloss, x, t, g, reduction, n, p, need_x, need_t)
 
         def dloss_dd() -> Tensor:
             return _mean_scaled(g, reduction, n) * cls.dloss(x - t, p)
@@ -752,6 +773,21 @@ class _DiffLoss(Function):
         if need_x and need_t and differentiable_formula():
             return dd, -dloss_dd(), None, None
         return (dd if need_x else None), (-dd if need_t else None), None, None
+
+
+def _np_loss_grads(np_dloss, x: Tensor, t: Tensor, g: Tensor, reduction: str, n: int, p,
+                   need_x: bool, need_t: bool) -> tuple:
+    """_DiffLoss's plain backward on the arrays: dd = g' * dloss(x - t) with g' = g / n
+    ('mean', n cast to g's dtype as the number operand of g / float(n)), else g; the
+    gradients (dd, -dd) (broadcast-shaped: the engine sums them to x's and t's shapes)."""
+    be = backend_of(x)
+    gs = g._data
+    if reduction == "mean":
+        gs = be.binary("div", gs, gs.dtype.type(float(n)))
+    dd = be.binary("mul", gs, np_dloss(be.binary("sub", x._data, t._data), p))
+    gx = wrap(dd, x.device) if need_x else None
+    gt = wrap(be.unary("neg", dd), x.device) if need_t else None
+    return gx, gt, None, None
 
 
 class MseLoss(_DiffLoss):

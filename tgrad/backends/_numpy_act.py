@@ -1,0 +1,218 @@
+"""CPU paths of the piecewise activations and losses of tgrad/nn/_composite.py and
+tgrad/nn/_activations.py: the same NumPy steps as their compositions of tgrad ops (where,
+clamp, comparisons, mul, add), run on the arrays at once, without one tgrad op (Python,
+a Function, a wrapped tensor) per step. Not a backend primitive (the cuda backend has
+no counterpart to supply: on cuda the ops stay compositions of tgrad ops); the callers
+take these for CPU float32/float64 arrays only (``fast_dtype``).
+
+Bit-identity with the compositions: a ``where`` only selects, so any exact selection
+gives its bits (the backend's ``where``, or the bool-mask product ``_masked_product`` for
+``where(mask, a, 0.0)``); every arithmetic step is the composition's own NumPy ufunc on
+the same operands in the same order, a Python number cast to the array's dtype first (as
+tgrad's ops cast a number operand). Where a shorter formula is used, its comment says why
+it gives the same bits (leaky_relu's maximum, softshrink's clip). Signalling NaNs are not
+considered (arithmetic never makes one).
+
+Every function takes float32/float64 arrays (x the input, g the incoming gradient, d the
+difference of a loss's operands; any shapes that broadcast, any strides) and Python
+numbers, and returns a fresh array of the broadcast shape, never a view of its inputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tgrad.backends import numpy as be
+
+_FAST = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+
+
+def fast_dtype(dt: np.dtype) -> bool:
+    """Whether the functions here take arrays of NumPy dtype ``dt``."""
+    return dt in _FAST
+
+
+def _owned(y) -> np.ndarray:
+    """A ufunc's result as an array (a 0-d input gives a NumPy scalar)."""
+    return y if type(y) is np.ndarray else np.asarray(y)
+
+
+def _keep(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """where(mask, x, 0.0): x's bits or +0.0 (the bool-mask product, a fresh array)."""
+    return _owned(be._masked_product(x, mask))
+
+
+# ---------------------------------------------------------------- piecewise activations
+def leaky_relu(x: np.ndarray, slope: float) -> np.ndarray:
+    """where(x > 0, x, x * s). For 0 < s < 1: max(x * s, x) in one more pass: x * s <= x
+    for x >= 0 and >= x for x <= 0 (equal values have equal bits: +-0 times s keeps its
+    sign), and np.maximum returns its first operand NaN (x * s, as the where)."""
+    s = x.dtype.type(slope)
+    with be.quiet():
+        y = _owned(np.multiply(x, s))
+        if 0 < s < 1:
+            return _owned(np.maximum(y, x, out=y))
+        return _owned(be.where(np.greater(x, 0), x, y))
+
+
+def leaky_relu_grad(x: np.ndarray, g: np.ndarray, slope: float) -> np.ndarray:
+    """where(x > 0, g, g * s)."""
+    with be.quiet():
+        return _owned(be.where(np.greater(x, 0), g, np.multiply(g, x.dtype.type(slope))))
+
+
+def softshrink(x: np.ndarray, lambd: float) -> np.ndarray | None:
+    """where(x > l, x - l, where(x < -l, x + l, where(x == x, 0.0, x))) as x - clip(x, -l, l)
+    for 0 < l < inf (None otherwise): clip gives l above l (x - l), -l below -l
+    (x - (-l) = x + l exactly), x itself in [-l, l] (x - x = +0.0, -0.0 - -0.0 too), NaN at
+    NaN (NaN - NaN keeps the first, x, as the where)."""
+    lam = x.dtype.type(lambd)
+    if not 0 < lam < np.inf:
+        return None
+    with be.quiet():
+        c = _owned(be._CLIP(x, -lam, lam))
+        return _owned(np.subtract(x, c, out=c))
+
+
+def shrink_grad(x: np.ndarray, g: np.ndarray, lambd: float) -> np.ndarray:
+    """soft/hardshrink's where((x < -l) | (x > l), g, 0.0): |x| > l is the same mask (false
+    at NaN; for l < 0 true elsewhere, as the pair)."""
+    with be.quiet():
+        return _keep(g, np.greater(np.abs(x), x.dtype.type(lambd)))
+
+
+def hardshrink(x: np.ndarray, lambd: float) -> np.ndarray:
+    """where((x < -l) | (x > l), x, where(x == x, 0.0, x)): x where not |x| <= l (NaN
+    included), else +0.0."""
+    with be.quiet():
+        return _keep(x, np.logical_not(np.less_equal(np.abs(x), x.dtype.type(lambd))))
+
+
+def threshold(x: np.ndarray, th: float, value: float) -> np.ndarray:
+    """where(x <= th, v, x) (a +0.0 value: the bool-mask product)."""
+    v = x.dtype.type(value)
+    with be.quiet():
+        at_most = _owned(np.less_equal(x, x.dtype.type(th)))
+        if v == 0 and not np.signbit(v):
+            return _keep(x, np.logical_not(at_most, out=at_most))
+        return _owned(be.where(at_most, v, x))
+
+
+def threshold_grad(x: np.ndarray, g: np.ndarray, th: float, value: float) -> np.ndarray:
+    """where(x <= th, 0.0, g)."""
+    with be.quiet():
+        at_most = _owned(np.less_equal(x, x.dtype.type(th)))
+        return _keep(g, np.logical_not(at_most, out=at_most))
+
+
+def hardtanh(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """clamp(x, lo, hi): elementwise.Clamp's CPU step (the backend's _clamp)."""
+    t = x.dtype.type
+    return _owned(be._clamp(x, t(lo), t(hi)))
+
+
+def hardtanh_grad(x: np.ndarray, g: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """where((x <= lo) | (x >= hi), 0.0, g) (g at NaN)."""
+    t = x.dtype.type
+    with be.quiet():
+        out = _owned(np.logical_or(np.less_equal(x, t(lo)), np.greater_equal(x, t(hi))))
+        return _keep(g, np.logical_not(out, out=out))
+
+
+def _middle(x: np.ndarray) -> np.ndarray:
+    """(x > -3) & (x < 3)."""
+    t = x.dtype.type
+    m = _owned(np.greater(x, t(-3.0)))
+    return np.logical_and(m, np.less(x, t(3.0)), out=m)
+
+
+def _relu6_of_shift(x: np.ndarray) -> np.ndarray:
+    """clamp(x + 3, 0, 6) (a fresh array)."""
+    t = x.dtype.type
+    return _owned(be._clamp(_owned(np.add(x, t(3.0))), t(0.0), t(6.0)))
+
+
+def hardsigmoid(x: np.ndarray) -> np.ndarray:
+    """clamp(x + 3, 0, 6) / 6."""
+    with be.quiet():
+        c = _relu6_of_shift(x)
+        return _owned(np.true_divide(c, x.dtype.type(6.0), out=c))
+
+
+def hardsigmoid_grad(x: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """where((x > -3) & (x < 3), g / 6, 0.0)."""
+    with be.quiet():
+        return _keep(_owned(np.true_divide(g, g.dtype.type(6.0))), _middle(x))
+
+
+def hardswish(x: np.ndarray) -> np.ndarray:
+    """x * clamp(x + 3, 0, 6) / 6 (the product first, x its first operand)."""
+    with be.quiet():
+        c = _relu6_of_shift(x)
+        np.multiply(x, c, out=c)
+        return _owned(np.true_divide(c, x.dtype.type(6.0), out=c))
+
+
+def hardswish_grad(x: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """where(middle, g * (x / 3 + 0.5), where(x <= -3, 0.0, g))."""
+    t = x.dtype.type
+    with be.quiet():
+        low = _owned(np.less_equal(x, t(-3.0)))
+        outer = _keep(g, np.logical_not(low, out=low))
+        a = _owned(np.true_divide(x, t(3.0)))
+        np.add(a, t(0.5), out=a)
+        inner = _owned(np.multiply(g, a))  # (g's shape, which a may broadcast to)
+        return _owned(be.where(_middle(x), inner, outer))
+
+
+# ---------------------------------------------------------------- losses of d = x - t
+def _quadratic(d: np.ndarray, bound) -> np.ndarray:
+    """dq * dq with dq = clamp(d, -bound, bound) (a fresh array)."""
+    dq = _owned(be._clamp(d, -bound, bound))
+    return _owned(np.multiply(dq, dq, out=dq))
+
+
+def smooth_l1(d: np.ndarray, beta: float) -> np.ndarray:
+    """where(|d| < beta, dq * dq * (0.5 / beta), |d| - 0.5 beta), dq = clamp(d, -b, b)."""
+    t = d.dtype.type
+    b = t(beta)
+    with be.quiet():
+        ad = _owned(np.abs(d))
+        q = _quadratic(d, b)
+        np.multiply(q, t(0.5 / beta), out=q)
+        inside = np.less(ad, b)
+        np.subtract(ad, t(0.5 * beta), out=ad)
+        return _owned(be.where(inside, q, ad))
+
+
+def smooth_l1_grad(d: np.ndarray, beta: float) -> np.ndarray:
+    """where(|d| < beta, d * (1 / beta), sign(d))."""
+    t = d.dtype.type
+    with be.quiet():
+        inside = np.less(np.abs(d), t(beta))
+        return _owned(be.where(inside, _owned(np.multiply(d, t(1.0 / beta))),
+                               be.unary("sign", d)))
+
+
+def huber(d: np.ndarray, delta: float) -> np.ndarray:
+    """where(|d| < delta, dq * dq * 0.5, (|d| - 0.5 delta) delta), dq = clamp(d, -dl, dl)."""
+    t = d.dtype.type
+    dl = t(delta)
+    with be.quiet():
+        ad = _owned(np.abs(d))
+        q = _quadratic(d, dl)
+        np.multiply(q, t(0.5), out=q)
+        inside = np.less(ad, dl)
+        np.subtract(ad, t(0.5 * delta), out=ad)
+        np.multiply(ad, dl, out=ad)
+        return _owned(be.where(inside, q, ad))
+
+
+def huber_grad(d: np.ndarray, delta: float) -> np.ndarray:
+    """where(|d| < delta, d, sign(d) * delta)."""
+    dl = d.dtype.type(delta)
+    with be.quiet():
+        inside = np.less(np.abs(d), dl)
+        s = be.unary("sign", d)
+        s = _owned(np.multiply(s, dl, out=s) if type(s) is np.ndarray else np.multiply(s, dl))
+        return _owned(be.where(inside, d, s))
