@@ -434,9 +434,11 @@ def _clenshaw(t: np.ndarray, coef: np.ndarray) -> np.ndarray:
 # a contiguous input above _ERF_BLOCK elements is done block by block into the output
 # (elementwise, so bit-identical), which bounds the temporaries to ~1 MB (and, in cache,
 # runs 1M float32 in 115 ms instead of 230 ms on the 2-core box).
-# The float32 path (fewer temporaries, each region's per-call overhead) runs best in blocks of
-# 64K elements (16K: 1.6x slower on 1M).
-_ERF_BLOCK, _ERF32_BLOCK = 1 << 14, 1 << 16
+# The float32 path (fewer temporaries, each region's per-call overhead) would run best in
+# blocks of 64K elements (16K: ~1.25x slower on 64K-1M), but its float64 temporaries then
+# peak at ~4.4x a 256K float32 input's bytes (32K: 2.7x) against the 2.5x bound of
+# tests/test_bench.py's hidden-copy check: 16K, as float64's.
+_ERF_BLOCK = _ERF32_BLOCK = 1 << 14
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
