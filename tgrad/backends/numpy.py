@@ -20,6 +20,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad._strides import ellipsis_dims, expand_strides, new_dim_stride, view_strides
 from tgrad.backends import _numpy_divmod as _divmod
+from tgrad.backends import _numpy_scatter as _scatter
 from tgrad.backends._heap import prime_heap as _prime_heap
 from tgrad.backends._numpy_sum import flat_blocks as _flat_blocks
 from tgrad.backends._numpy_sum import float_sum as _float_sum
@@ -1620,7 +1621,10 @@ def index_add(shape: tuple, dtype: np.dtype, key, values: np.ndarray) -> np.ndar
             if out.dtype.kind in "fc":
                 np.add(out, out.dtype.type(0), out=out)
         else:
-            _ufunc_at(np.add, out, key, _up(values))
+            v = _up(values)
+            # whole slices at one index array: one step per rank, else ufunc.at
+            if not _scatter.rows_at(np.add, out, key, v, out.dtype.type(0)):
+                _ufunc_at(np.add, out, key, v)
     return _down(out, dtype)
 
 
@@ -1706,7 +1710,9 @@ def index_reduce(shape: tuple, dtype: np.dtype, key, values: np.ndarray,
         init = -np.inf if reduce == "amax" else np.inf
     out = np.full(shape, init, cd)
     with quiet():  # inf * 0: NaN without a warning, as PyTorch
-        _ufunc_at(_UFUNC_AT[reduce], out, key, np.asarray(values).astype(cd, copy=False))
+        v = np.asarray(values).astype(cd, copy=False)
+        if not _scatter.rows_at(_UFUNC_AT[reduce], out, key, v, cd.type(init)):
+            _ufunc_at(_UFUNC_AT[reduce], out, key, v)
     return _down(out, dt)
 
 
