@@ -62,6 +62,7 @@ def test_values_against_float64(lapack, dt, batch, n):
     np.testing.assert_allclose(d, ref_d.astype(d.dtype), rtol=TOL[dt] * 10 if not lapack
                                or dt in (np.float64, np.complex128) else 2e-7)
     sign, logabs = LA.slogdet(A)
+    assert d.shape == sign.shape == logabs.shape == batch  # (unbatched: 0-d, not (1,))
     rs, rl = np.linalg.slogdet(a128) if a.size or n == 0 else (np.ones(batch), np.zeros(batch))
     np.testing.assert_allclose(sign.numpy(), rs.astype(sign.numpy().dtype), atol=TOL[dt])
     np.testing.assert_allclose(logabs.numpy(), rl, rtol=TOL[dt], atol=TOL[dt])

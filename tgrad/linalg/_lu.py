@@ -543,7 +543,8 @@ class LinalgSlogdet(Function):
     def forward(ctx, A):
         fast = lapack.slogdet(A.detach().numpy()) if host_loop(A) else None
         if fast is not None:  # CPU: LAPACK (float32 / complex64 in double precision)
-            sign, logabs = (wrap(np.ascontiguousarray(x), A.device) for x in fast)
+            # (np.asarray, order C: np.ascontiguousarray makes a 0-d result 1-d)
+            sign, logabs = (wrap(np.asarray(x, order="C"), A.device) for x in fast)
         else:
             f = _lu(A)
             diag = f.LU.diagonal(dim1=-2, dim2=-1)
