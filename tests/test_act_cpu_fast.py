@@ -1,6 +1,7 @@
 """The CPU paths of the piecewise activations and losses (tgrad/backends/_numpy_act.py,
 taken by _Piecewise's np_value / np_grad in tgrad/nn/_composite.py and _activations.py,
-Hardswish, and _DiffLoss's np_loss / np_dloss for smooth_l1_loss and huber_loss) against
+Hardswish, Elu (elu, celu, selu) and Glu in _composite.py, and _DiffLoss's np_loss /
+np_dloss for smooth_l1_loss and huber_loss) against
 the compositions of tgrad ops they replace, forced by monkeypatching
 ``_numpy_act.fast_dtype``: bit-identical outputs and gradients (NaN payloads, +-inf, +-0,
 subnormals and values exactly at each op's thresholds included) for float32/float64, odd
@@ -39,13 +40,20 @@ ACTS = {
     "relu6": lambda x: F.relu6(x),
     "hardsigmoid": lambda x: F.hardsigmoid(x),
     "hardswish": lambda x: F.hardswish(x),
+    "elu": lambda x: F.elu(x),
+    "elu_0.5": lambda x: F.elu(x, 0.5),
+    "elu_0": lambda x: F.elu(x, 0.0),
+    "celu": lambda x: F.celu(x),
+    "celu_2.5": lambda x: F.celu(x, 2.5),
+    "selu": lambda x: F.selu(x),
 }
 # values exactly at the ops' thresholds (and their negatives)
 EDGES = [0.01, 0.2, 0.3, 0.5, 1.0, 0.1, 3.0, 6.0, 2.5, 1.5]
 NODES = {"leaky_relu": "LeakyReluBackward0", "softshrink": "SoftshrinkBackward0",
          "hardshrink": "HardshrinkBackward0", "threshold": "ThresholdBackward0",
          "hardtanh": "HardtanhBackward0", "relu6": "HardtanhBackward0",
-         "hardsigmoid": "HardsigmoidBackward0", "hardswish": "HardswishBackward0"}
+         "hardsigmoid": "HardsigmoidBackward0", "hardswish": "HardswishBackward0",
+         "elu": "EluBackward0", "celu": "CeluBackward0", "selu": "EluBackward0"}
 
 
 def _values(shape: tuple, dt, seed: int) -> np.ndarray:
@@ -223,3 +231,46 @@ def test_values_against_float64_reference():
            "hardshrink": np.where(np.abs(w) > 0.5, w, 0.0)}
     for name, r in ref.items():
         np.testing.assert_allclose(ACTS[name](x).numpy(), r, rtol=1e-6, atol=0)
+
+
+# glu: halves along an even dim ((shape, dim, layout))
+GLU_CASES = [((518, 130), -1, "c"), ((518, 130), 0, "t"), ((518, 130), -1, "t"),
+             ((3, 4, 6), 1, "c"), ((3, 4, 6), -1, "t"), ((2,), 0, "c"), ((0, 4), -1, "c"),
+             ((4, 0), 0, "t")]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize(("shape", "dim", "layout"), GLU_CASES)
+def test_glu_is_bit_identical(monkeypatch, dt, shape, dim, layout):
+    xn = _values(shape, dt, 41)
+    half = list(shape)
+    half[dim] //= 2
+    g = _values(tuple(half), dt, 42)
+    fast, slow = _both(monkeypatch, lambda x: F.glu(x, dim), [xn], g, layout)
+    _assert_same(fast, slow)
+
+
+def test_glu_create_graph_node_halves_and_gradcheck():
+    fn = lambda x: F.glu(x, 0)  # noqa: E731
+    xn, g = _values((10, 11), np.float64, 43), _values((5, 11), np.float64, 44)
+    plain = _run(fn, [xn], g, "c")[1:]
+    _assert_same(_grads_under_create_graph(fn, [xn], g), plain)
+    x = tgrad.tensor(_smooth((4, 6), 45), requires_grad=True)
+    assert type(fn(x).grad_fn).__name__ == "GluBackward0"
+    assert gradcheck(fn, (x,))
+    assert gradgradcheck(fn, (x,))
+    xh = x.detach().to(tgrad.float16).requires_grad_(True)
+    y = fn(xh)
+    assert y.dtype is tgrad.float16
+    y.backward(tgrad.ones_like(y))
+    assert xh.grad.dtype is tgrad.float16
+
+
+def test_glu_broadcast_upstream_gradient_is_bit_identical(monkeypatch):
+    # an expanded (stride-0) upstream gradient
+    xn = _values((6, 8), np.float32, 46)
+
+    def fn(x):
+        return F.glu(x, -1) * tgrad.tensor(_values((1, 4), np.float32, 47))
+    fast, slow = _both(monkeypatch, lambda x: fn(x).sum(), [xn], None, "c")
+    _assert_same(fast, slow)

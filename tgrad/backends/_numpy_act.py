@@ -216,3 +216,75 @@ def huber_grad(d: np.ndarray, delta: float) -> np.ndarray:
         s = be.unary("sign", d)
         s = _owned(np.multiply(s, dl, out=s) if type(s) is np.ndarray else np.multiply(s, dl))
         return _owned(be.where(inside, d, s))
+
+
+# ---------------------------------------------------------------- smooth activations
+def elu(x: np.ndarray, alpha: float, s: float, scale: float | None) -> np.ndarray:
+    """_composite.Elu's forward: where(x <= 0, expm1(where(x <= 0, x, 0.0) * s) * alpha, x),
+    times scale (selu). A product by 1 (s or alpha of 1) is skipped: z * 1 is z's bits (z
+    is never NaN: x where x <= 0, else +0.0)."""
+    t = x.dtype.type
+    with be.quiet():
+        neg = _owned(np.less_equal(x, t(0.0)))
+        z = _keep(x, neg)
+        if s != 1.0:
+            np.multiply(z, t(s), out=z)
+        np.expm1(z, out=z)
+        if alpha != 1.0:
+            np.multiply(z, t(alpha), out=z)
+        y = _owned(be.where(neg, z, x))
+        if scale is not None:  # (y is fresh: the where's result)
+            np.multiply(y, t(scale), out=y)
+        return y
+
+
+def elu_grad(x: np.ndarray, g: np.ndarray, alpha: float, s: float,
+             scale: float | None) -> np.ndarray:
+    """_composite.Elu's backward: g <- g * scale (selu), then
+    where(x <= 0, g * (exp(where(x < 0, x, 0.0) * s) * (alpha s)), g) (g the first operand
+    of its product, as the composition: the NaN it keeps where both are NaN). Products by
+    1 skipped as in ``elu`` (w is never NaN)."""
+    t = x.dtype.type
+    with be.quiet():
+        if scale is not None:
+            g = _owned(np.multiply(g, t(scale)))
+        w = _keep(x, np.less(x, t(0.0)))
+        if s != 1.0:
+            np.multiply(w, t(s), out=w)
+        np.exp(w, out=w)
+        a = t(alpha * s)
+        if a != 1.0:
+            np.multiply(w, a, out=w)
+        r = _owned(np.multiply(g, w))  # (g's shape, which w may broadcast to)
+        return _owned(be.where(np.less_equal(x, t(0.0)), r, g))
+
+
+def _halves(x: np.ndarray, d: int) -> tuple:
+    """x.chunk(2, d): the two halves along dim d (views)."""
+    return np.split(x, 2, axis=d)
+
+
+def glu(x: np.ndarray, d: int) -> np.ndarray:
+    """_composite.Glu's forward: a * sigmoid(b), (a, b) the halves of x along d."""
+    a, b = _halves(x, d)
+    with be.quiet():
+        s = be.unary("sigmoid", b)  # (a fresh array of b's shape)
+        return _owned(np.multiply(a, s, out=s))
+
+
+def glu_grad(x: np.ndarray, g: np.ndarray, d: int) -> np.ndarray:
+    """_composite.Glu's backward: cat(g s, (g s) a (1 - s)) along d, s = sigmoid(b) (the
+    composition's products in its order, written into the two halves of one output); g has
+    the halves' shape."""
+    a, b = _halves(x, d)
+    t = x.dtype.type
+    with be.quiet():
+        s = be.unary("sigmoid", b)
+        out = np.empty(x.shape, x.dtype)
+        ga, gb = _halves(out, d)
+        np.multiply(g, s, out=ga)
+        np.multiply(ga, a, out=gb)
+        np.subtract(t(1.0), s, out=s)
+        np.multiply(gb, s, out=gb)
+        return out
+

@@ -233,6 +233,8 @@ class Elu(Function):
     def forward(ctx, x, alpha, s, scale=None):
         ctx.save_for_backward(x)
         ctx.alpha, ctx.s, ctx.scale = alpha, s, scale
+        if _np_fast(x):  # the same steps on the arrays (_numpy_act)
+            return wrap(_np_act.elu(x._data, alpha, s, scale), x.device)
         neg = x <= 0
         y = where(neg, expm1(where(neg, x, 0.0) * s) * alpha, x)
         return y if scale is None else y * scale  # selu: scale * elu(x, alpha)
@@ -240,6 +242,9 @@ class Elu(Function):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
+        if not differentiable_formula() and _np_fast(g) and g.dtype is x.dtype:
+            dx = _np_act.elu_grad(x._data, g._data, ctx.alpha, ctx.s, ctx.scale)
+            return wrap(dx, g.device), None, None, None
         if ctx.scale is not None:
             g = g * ctx.scale
         neg = x <= 0
@@ -376,6 +381,8 @@ class Glu(Function):
     def forward(ctx, x, d):
         ctx.save_for_backward(x)
         ctx.d = d
+        if _np_fast(x):  # the same steps on the arrays (_numpy_act)
+            return wrap(_np_act.glu(x._data, d), x.device)
         a, b = x.chunk(2, d)
         return a * sigmoid(b)
 
@@ -383,10 +390,18 @@ class Glu(Function):
     def backward(ctx, g):
         from tgrad.ops.shape import cat
         (x,) = ctx.saved_tensors
+        if not differentiable_formula() and _np_fast(g) and g.dtype is x.dtype \
+                and g.shape == _halved(x.shape, ctx.d):
+            return wrap(_np_act.glu_grad(x._data, g._data, ctx.d), g.device), None
         a, b = x.chunk(2, ctx.d)
         s = sigmoid(b)
         ga = g * s
         return cat([ga, ga * a * (1.0 - s)], ctx.d), None
+
+
+def _halved(shape: tuple, d: int) -> tuple:
+    """shape with dim d halved (a glu output's shape)."""
+    return shape[:d] + (shape[d] // 2,) + shape[d + 1:]
 
 
 @autocast_policy("fp32", cpu=None)
