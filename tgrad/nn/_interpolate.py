@@ -43,10 +43,11 @@ from fractions import Fraction
 import numpy as np
 
 from tgrad import dtypes
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import Function, differentiable_formula
+from tgrad.backends import _numpy_interp as _np_interp
 from tgrad.nn._conv import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 from tgrad.nn.functional import _check_tensor
-from tgrad.ops._common import rounded_to, widen_halves
+from tgrad.ops._common import rounded_to, widen_halves, wrap
 from tgrad.ops.creation import device_constant
 from tgrad.ops.elementwise import node_variant
 from tgrad.ops.index import add_at
@@ -283,6 +284,12 @@ def _weights(w: np.ndarray, y: Tensor, axis: int) -> Tensor:
     return device_constant(w, y.dtype, y.device).reshape(w.shape + (1,) * (y.ndim - 1 - axis))
 
 
+def _fast(t: Tensor) -> bool:
+    """Whether resampling runs on ``t``'s arrays (tgrad/backends/_numpy_interp.py): float32
+    or float64 on the CPU."""
+    return t.device.type == "cpu" and t.dtype.np in _np_interp.FAST_DTYPES
+
+
 class Resample(Function):
     """interpolate's resampling: ``spec`` = (steps, nearest), one step per resized spatial
     dim of x (N, C, *spatial), applied in order (see the module docstring):
@@ -303,6 +310,8 @@ class Resample(Function):
     def forward(ctx, x, spec):
         steps, nearest = spec
         ctx.spec = spec
+        if steps and _fast(x):  # the same arithmetic on the arrays (_numpy_interp)
+            return wrap(_np_interp.resample_fwd(x._data, steps), x.device)
         (y,), half = ((x,), None) if nearest else widen_halves(x)
         for kind, axis, _, *plan in steps:
             if kind == "select":
@@ -320,6 +329,8 @@ class Resample(Function):
     @staticmethod
     def backward(ctx, g):
         steps, nearest = ctx.spec
+        if steps and not differentiable_formula() and _fast(g):  # (_numpy_interp)
+            return wrap(_np_interp.resample_bwd(g._data, steps), g.device), None
         (g,), half = ((g,), None) if nearest else widen_halves(g)
         for kind, axis, size, *plan in reversed(steps):
             if kind == "select":
