@@ -27,6 +27,7 @@ its terms in ascending source position j, ((+0 + v_j0) + v_j1) + ...):
   select:  dx = scatter(g, index)
   linear:  dx = scatter(g w0, i0) + scatter(g w1, i1)
   taps:    dx = scatter((g[.., o, None, ..] w[o, k]) reshaped (.., o K, ..), index flat)
+(the products g w formed rank by rank from g, the same products).
 The scatter goes by rank (``_rank_plan``): rank r's sources (the r-th term of each target)
 have distinct targets, so rank 0 is one gather assigned to its targets (zeros elsewhere)
 and each later rank one gather added to its targets, in rank order: the same additions in
@@ -149,24 +150,36 @@ def _rank_plan(raw: bytes, size: int) -> tuple:
     return whole, tuple(ranks)
 
 
-def _scatter(v: np.ndarray, axis: int, size: int, index: np.ndarray) -> np.ndarray:
-    """zeros (.., size, ..) with v (.., m, ..) added at ``index`` (m,) along axis, each
-    target's terms in ascending position, without the leading +0 (the caller adds + 0)."""
+def _scatter(g: np.ndarray, axis: int, size: int, index: np.ndarray,
+             weight: np.ndarray | None = None) -> np.ndarray:
+    """zeros (.., size, ..) with v added at ``index`` (m,) along axis, each target's terms
+    in ascending position, without the leading +0 (the caller adds + 0); v (.., m, ..) =
+    g (.., o, ..) repeated K = m / o times in place (v[.., p, ..] = g[.., p // K, ..]),
+    times weight[p] (m,) when given: the composite's spread, never materialized (each
+    rank gathers its terms from g and multiplies them by their weights)."""
     whole, ranks = _rank_plan(index.tobytes(), size)
+    k = index.size // g.shape[axis] if g.shape[axis] else 1
     lead = (_FULL,) * axis
+
+    def terms(src: np.ndarray) -> np.ndarray:
+        v = _take(g, src // k if k > 1 else src, axis)
+        if weight is not None:
+            np.multiply(v, _col(weight[src], g.dtype, g.ndim, axis), out=v)
+        return v
+
     if whole:
-        out = _take(v, ranks[0][1], axis)
+        out = terms(ranks[0][1])
     else:
-        out = np.zeros(v.shape[:axis] + (size,) + v.shape[axis + 1:], v.dtype)
+        out = np.zeros(g.shape[:axis] + (size,) + g.shape[axis + 1:], g.dtype)
         if ranks:
-            out[lead + (ranks[0][0],)] = _take(v, ranks[0][1], axis)
+            out[lead + (ranks[0][0],)] = terms(ranks[0][1])
     for tgt, src in ranks[1:]:
         key = lead + (tgt,)
         if type(tgt) is slice:
             view = out[key]
-            np.add(view, _take(v, src, axis), out=view)
+            np.add(view, terms(src), out=view)
         else:
-            out[key] = np.add(out[key], _take(v, src, axis))
+            out[key] = np.add(out[key], terms(src))
     return out
 
 
@@ -182,13 +195,10 @@ def resample_bwd(g: np.ndarray, steps: tuple) -> np.ndarray:
                 g = _plus_zero(_scatter(g, axis, size, plan[0]))
             elif kind == "linear":
                 i0, i1, w0, w1 = plan
-                a = _scatter(g * _col(w0, g.dtype, g.ndim, axis), axis, size, i0)
-                b = _scatter(g * _col(w1, g.dtype, g.ndim, axis), axis, size, i1)
-                g = _plus_zero(np.add(a, b, out=a))
+                a = _scatter(g, axis, size, i0, w0)
+                g = _plus_zero(np.add(a, _scatter(g, axis, size, i1, w1), out=a))
             else:
                 index, weight = plan
-                o, k = index.shape
-                spread = np.expand_dims(g, axis + 1) * _col(weight, g.dtype, g.ndim, axis)
-                spread = spread.reshape(g.shape[:axis] + (o * k,) + g.shape[axis + 1:])
-                g = _plus_zero(_scatter(spread, axis, size, index.reshape(-1)))
+                g = _plus_zero(_scatter(g, axis, size, index.reshape(-1),
+                                        weight.reshape(-1)))
     return g
