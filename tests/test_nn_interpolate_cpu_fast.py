@@ -208,3 +208,18 @@ def test_forward_ad_is_the_linear_map(mode, kw):
         tangent = fwAD.unpack_dual(out).tangent
     np.testing.assert_allclose(tangent.numpy(), F.interpolate(t, mode=mode, **kw).numpy(),
                                rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode,shape,size", [("linear", (2, 3, 7), (70,)),
+                                             ("bilinear", (2, 2, 5, 7), (9, 66)),
+                                             ("bicubic", (1, 2, 5, 7), (4, 65)),
+                                             ("trilinear", (1, 2, 2, 3, 5), (3, 4, 67))])
+def test_long_last_axis(monkeypatch, mode, shape, size):
+    """Outputs of more than _numpy_interp._MAX_ROWS along the last axis: the adjoint in
+    place (shorter ones run transposed)."""
+    assert size[-1] > _numpy_interp._MAX_ROWS
+    xn = _values(shape, np.float64, 13)
+    for align in (False, True):
+        _check_against_composite(
+            monkeypatch, lambda t, a=align: F.interpolate(t, size=size, mode=mode,
+                                                          align_corners=a), xn, "t")

@@ -187,18 +187,36 @@ def _plus_zero(a: np.ndarray) -> np.ndarray:
     return np.add(a, a.dtype.type(0), out=a)
 
 
+def _scatter_step(g: np.ndarray, kind: str, axis: int, size: int, plan: list) -> np.ndarray:
+    """One step's adjoint (see the module docstring), without the final + 0."""
+    if kind == "select":
+        return _scatter(g, axis, size, plan[0])
+    if kind == "linear":
+        i0, i1, w0, w1 = plan
+        a = _scatter(g, axis, size, i0, w0)
+        return np.add(a, _scatter(g, axis, size, i1, w1), out=a)
+    index, weight = plan
+    return _scatter(g, axis, size, index.reshape(-1), weight.reshape(-1))
+
+
+# the most outputs along the last axis for which a weighted step's adjoint runs transposed
+_MAX_ROWS = 64
+
+
 def resample_bwd(g: np.ndarray, steps: tuple) -> np.ndarray:
-    """dx of resample_fwd for the output gradient g (the adjoint, steps in reverse)."""
+    """dx of resample_fwd for the output gradient g (the adjoint, steps in reverse). A
+    weighted step along a short last axis (o <= _MAX_ROWS) runs on g transposed to
+    (o, rest) (one copy each way): its gathers, products and adds then move contiguous
+    rows instead of single elements (bilinear x2 of (8, 32, 16, 16): 570 -> 330 us for
+    that step); the selects' plain copies and long rows (linear of 128 -> 256: 1.3x
+    slower) are faster in place."""
     with np.errstate(all="ignore"):
         for kind, axis, size, *plan in reversed(steps):
-            if kind == "select":
-                g = _plus_zero(_scatter(g, axis, size, plan[0]))
-            elif kind == "linear":
-                i0, i1, w0, w1 = plan
-                a = _scatter(g, axis, size, i0, w0)
-                g = _plus_zero(np.add(a, _scatter(g, axis, size, i1, w1), out=a))
+            if axis == g.ndim - 1 and kind != "select" and g.shape[-1] <= _MAX_ROWS and g.size:
+                rows = np.ascontiguousarray(g.reshape(-1, g.shape[-1]).T)  # (o, rest)
+                dx = _scatter_step(rows, kind, 0, size, plan)  # (size, rest)
+                g = np.ascontiguousarray(dx.T).reshape(g.shape[:-1] + (size,))
             else:
-                index, weight = plan
-                g = _plus_zero(_scatter(g, axis, size, index.reshape(-1),
-                                        weight.reshape(-1)))
+                g = _scatter_step(g, kind, axis, size, plan)
+            g = _plus_zero(g)
     return g
