@@ -301,7 +301,10 @@ class Resample(Function):
     {1,2,3}DBackward0 / Upsample{Bilinear,Bicubic}2DAaBackward0 (``_resample_class``).
     Linear in x: dx = the adjoint, steps in reverse: select -> g index-added at index;
     linear -> (g w0) added at i0 plus (g w1) at i1; taps -> (g w) spread over the K taps,
-    added at index. IndexAdd nodes, so the backward differentiates again (d(dx)/dx = 0)."""
+    added at index. IndexAdd nodes, so the backward differentiates again (d(dx)/dx = 0).
+    float32/float64 on the CPU: the forward and the plain backward (not under create_graph
+    or forward AD) run the same steps on the arrays (tgrad/backends/_numpy_interp.py, the
+    same bits)."""
 
     name = "upsample"
     node_name = "UpsampleNearest2DBackward0"
