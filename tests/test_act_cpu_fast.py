@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from special_values import raw_bytes, with_nan_payloads
 
 import tgrad
 import tgrad.nn.functional as F
@@ -72,14 +73,7 @@ def _values(shape: tuple, dt, seed: int) -> np.ndarray:
     edge = (r >= 0.22) & (r < 0.4)
     pick = rng.integers(0, len(EDGES), int(edge.sum()))
     a[edge] = np.array(EDGES, dt)[pick] * rng.choice(np.array([-1, 1], dt), pick.size)
-    ints = a.view({4: np.uint32, 8: np.uint64}[a.itemsize])
-    nan = np.isnan(a)
-    ints[nan] |= rng.integers(1, 99, int(nan.sum())).astype(ints.dtype)  # payloads
-    return a
-
-
-def _bits(a: np.ndarray) -> bytes:
-    return np.ascontiguousarray(a).tobytes()
+    return with_nan_payloads(a, rng)
 
 
 def _leaf(xn: np.ndarray, layout: str) -> tgrad.Tensor:
@@ -109,7 +103,7 @@ def _both(monkeypatch, fn, arrays, g, layout) -> tuple:
 def _assert_same(fast: list, slow: list) -> None:
     for f, s in zip(fast, slow):
         assert f.dtype == s.dtype and f.shape == s.shape
-        assert _bits(f) == _bits(s)
+        assert raw_bytes(f) == raw_bytes(s)
 
 
 # (shape, layout): "t" a transposed view (non-contiguous), for 2+ dims

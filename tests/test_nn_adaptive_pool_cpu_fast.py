@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from special_values import with_nan_payloads
 
 import tgrad
 import tgrad.nn.functional as F
@@ -44,9 +45,7 @@ def _values(shape: tuple, dt, kind: str, seed: int) -> np.ndarray:
         a[(r >= 0.2) & (r < 0.25)] = np.nan
         a[(r >= 0.25) & (r < 0.35)] = -np.inf
         a[(r >= 0.35) & (r < 0.4)] = np.inf
-        ints = a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.itemsize])
-        nan = np.isnan(a)
-        ints[nan] |= rng.integers(1, 99, int(nan.sum())).astype(ints.dtype)  # payloads
+        with_nan_payloads(a, rng)
     return a
 
 

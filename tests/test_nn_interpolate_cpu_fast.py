@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from special_values import mixed_specials, raw_bytes
 
 import tgrad
 import tgrad.nn.functional as F
@@ -36,22 +37,7 @@ def _cases() -> list:
 
 def _values(shape: tuple, dt, seed: int) -> np.ndarray:
     """normals with +-0, NaNs with payloads, +-inf."""
-    rng = np.random.default_rng(abs(seed))
-    a = rng.standard_normal(shape).astype(dt)
-    r = rng.random(shape)
-    a[r < 0.1] = -0.0
-    a[(r >= 0.1) & (r < 0.15)] = 0.0
-    a[(r >= 0.15) & (r < 0.2)] = np.nan
-    a[(r >= 0.2) & (r < 0.23)] = -np.inf
-    a[(r >= 0.23) & (r < 0.26)] = np.inf
-    ints = a.view({4: np.uint32, 8: np.uint64}[a.itemsize])
-    nan = np.isnan(a)
-    ints[nan] |= rng.integers(1, 99, int(nan.sum())).astype(ints.dtype)  # payloads
-    return a
-
-
-def _bits(a: np.ndarray) -> bytes:
-    return np.ascontiguousarray(a).tobytes()
+    return mixed_specials(shape, dt, np.random.default_rng(abs(seed)))
 
 
 def _nan_canonical(a: np.ndarray) -> bytes:
@@ -89,7 +75,7 @@ def _check_against_composite(monkeypatch, fn, xn: np.ndarray, layout: str,
     assert y_fast.shape == y_ref.shape and y_fast.dtype == y_ref.dtype
     assert _nan_canonical(y_fast) == _nan_canonical(y_ref) == _nan_canonical(y_graph)
     if copy:  # (the nearest modes: a copy, NaN payloads too)
-        assert _bits(y_fast) == _bits(y_ref) == _bits(y_graph)
+        assert raw_bytes(y_fast) == raw_bytes(y_ref) == raw_bytes(y_graph)
     assert g_fast.shape == xn.shape and g_fast.dtype == xn.dtype
     assert _nan_canonical(g_fast) == _nan_canonical(g_ref)
     assert _nan_canonical(g_graph) == _nan_canonical(g_ref)

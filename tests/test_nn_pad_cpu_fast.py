@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from special_values import mixed_specials, raw_bytes
 
 import tgrad
 import tgrad.nn.functional as F
@@ -43,22 +44,7 @@ PARAMS = [(shape, pad, mode) for shape, pad, modes in CASES for mode in modes.sp
 
 def _values(shape: tuple, dt, seed: int) -> np.ndarray:
     """-1..1 normals with +-0, NaNs with payloads, +-inf."""
-    rng = np.random.default_rng(abs(seed))
-    a = rng.standard_normal(shape).astype(dt)
-    r = rng.random(shape)
-    a[r < 0.1] = -0.0
-    a[(r >= 0.1) & (r < 0.15)] = 0.0
-    a[(r >= 0.15) & (r < 0.2)] = np.nan
-    a[(r >= 0.2) & (r < 0.23)] = -np.inf
-    a[(r >= 0.23) & (r < 0.26)] = np.inf
-    ints = a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.itemsize])
-    nan = np.isnan(a)
-    ints[nan] |= rng.integers(1, 99, int(nan.sum())).astype(ints.dtype)  # payloads
-    return a
-
-
-def _bits(a: np.ndarray) -> bytes:
-    return np.ascontiguousarray(a).tobytes()
+    return mixed_specials(shape, dt, np.random.default_rng(abs(seed)))
 
 
 def _nan_canonical(a: np.ndarray) -> bytes:
@@ -100,7 +86,7 @@ def _check_against_composite(monkeypatch, module, fn, xn: np.ndarray, seed: int,
                   lambda t: False)
         y_ref, g_ref = _run(fn, _input(xn, layout), gn)
     assert y_fast.shape == y_ref.shape and y_fast.dtype == y_ref.dtype
-    assert _bits(y_fast) == _bits(y_ref) and _bits(y_graph) == _bits(y_ref)
+    assert raw_bytes(y_fast) == raw_bytes(y_ref) and raw_bytes(y_graph) == raw_bytes(y_ref)
     if grad:
         assert g_fast.shape == xn.shape and g_fast.dtype == xn.dtype
         assert _nan_canonical(g_fast) == _nan_canonical(g_ref)
@@ -121,12 +107,12 @@ def test_index_pad_matches_the_composite(monkeypatch, shape, pad, mode, layout, 
             y_fast = fn(x)
         assert y_fast.is_contiguous() and y_fast._base is None
         y_plain = fn(x.detach())
-        assert _bits(y_fast.numpy()) == _bits(y_graph.detach().numpy()) \
-            == _bits(y_plain.numpy())
+        assert raw_bytes(y_fast.numpy()) == raw_bytes(y_graph.detach().numpy()) \
+            == raw_bytes(y_plain.numpy())
         with monkeypatch.context() as m:
             m.setattr(_pad, "_fast", lambda t: False)
             with tgrad.no_grad():
-                assert _bits(fn(x).numpy()) == _bits(y_fast.numpy())
+                assert raw_bytes(fn(x).numpy()) == raw_bytes(y_fast.numpy())
         return
     _check_against_composite(monkeypatch, _pad, fn, xn, len(shape), layout)
 
@@ -147,7 +133,7 @@ def test_index_pad_unbatched_halves_and_integers(monkeypatch, mode):
             x2 = x.detach().requires_grad_(True)
             y2 = fn(x2)
             (gx2,) = tgrad.autograd.grad(y2, x2, g)
-        assert _bits(y.float().detach().numpy()) == _bits(y2.float().detach().numpy())
+        assert raw_bytes(y.float().detach().numpy()) == raw_bytes(y2.float().detach().numpy())
         assert _nan_canonical(gx.float().numpy()) == _nan_canonical(gx2.float().numpy())
     xi = tgrad.tensor(np.arange(2 * 3 * 4 * 5).reshape(2, 3, 4, 5))
     ref = np.pad(xi.numpy(), [(0, 0), (0, 0), (1, 3), (2, 1)],
@@ -173,7 +159,7 @@ def test_constant_pad_matches_the_composite(monkeypatch, shape, pad, layout):
     with monkeypatch.context() as m:
         m.setattr(_composite, "_fast_constant_pad", lambda t: False)
         ref = F.pad(xi, pad, value=7)
-    assert y.dtype == ref.dtype and _bits(y.numpy()) == _bits(ref.numpy())
+    assert y.dtype == ref.dtype and raw_bytes(y.numpy()) == raw_bytes(ref.numpy())
 
 
 SHUFFLES = [

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from special_values import mixed_specials, raw_bytes
 
 import tgrad
 from tgrad.autograd import gradcheck, gradgradcheck
@@ -32,21 +33,7 @@ def _values(shape: tuple, dt, seed: int) -> np.ndarray:
         with np.errstate(invalid="ignore"):
             return _values(shape, np.float32 if dt == np.complex64 else np.float64, seed) + \
                 1j * _values(shape, np.float32 if dt == np.complex64 else np.float64, seed + 1)
-    a = rng.standard_normal(shape).astype(dt)
-    r = rng.random(shape)
-    a[r < 0.15] = -0.0
-    a[(r >= 0.15) & (r < 0.2)] = 0.0
-    a[(r >= 0.2) & (r < 0.22)] = np.nan
-    a[(r >= 0.22) & (r < 0.24)] = -np.inf
-    a[(r >= 0.24) & (r < 0.26)] = np.inf
-    ints = a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.itemsize])
-    nan = np.isnan(a)
-    ints[nan] |= rng.integers(1, 99, int(nan.sum())).astype(ints.dtype)  # payloads
-    return a
-
-
-def _bits(a: np.ndarray) -> bytes:
-    return np.ascontiguousarray(a).tobytes()
+    return mixed_specials(shape, dt, rng, cuts=(0.15, 0.2, 0.22, 0.24, 0.26))
 
 
 def _same(out: np.ndarray, ref: np.ndarray, key, v: np.ndarray) -> bool:
@@ -54,7 +41,7 @@ def _same(out: np.ndarray, ref: np.ndarray, key, v: np.ndarray) -> bool:
     (NaN, +-inf, and 0 for products): which payload a NaN op NaN keeps depends on NumPy's
     loop (the ufunc.at loop, the vector loop and its remainder differ)."""
     if out.dtype.kind not in "fc" or not v.size:
-        return _bits(out) == _bits(ref)
+        return raw_bytes(out) == raw_bytes(ref)
     parts = v.view(np.float32 if v.dtype == np.complex64 else np.float64) \
         if v.dtype.kind == "c" else v
     special = (~np.isfinite(parts) | (parts == 0)).reshape(
@@ -62,7 +49,7 @@ def _same(out: np.ndarray, ref: np.ndarray, key, v: np.ndarray) -> bool:
     count = np.zeros(out.shape, np.int64)
     _flat_at(np.add, count, key, special)
     loose = (count >= 2) & np.isnan(out) & np.isnan(ref)
-    return _bits(np.where(loose, 0, out)) == _bits(np.where(loose, 0, ref))
+    return raw_bytes(np.where(loose, 0, out)) == raw_bytes(np.where(loose, 0, ref))
 
 
 def _flat_at(ufunc: np.ufunc, out: np.ndarray, key, v: np.ndarray) -> None:
@@ -168,8 +155,8 @@ def test_index_add_default_thresholds(monkeypatch, dt):
         _flat_at(np.add, ref, (idx,), v.astype(cd))
         ref_small = np.zeros((256, 8), cd)
         _flat_at(np.add, ref_small, (idx,), v[:, :8].astype(cd))
-    assert _bits(got) == _bits(got_t) == _bits(ref.astype(dt))
-    assert _bits(small) == _bits(ref_small.astype(dt))
+    assert raw_bytes(got) == raw_bytes(got_t) == raw_bytes(ref.astype(dt))
+    assert raw_bytes(small) == raw_bytes(ref_small.astype(dt))
 
 
 def test_ops_bit_identical(monkeypatch):
@@ -196,7 +183,7 @@ def test_ops_bit_identical(monkeypatch):
         monkeypatch.setattr(_numpy_scatter, "rows_at", lambda *a: False)
         old = run()
     for p, q in zip(new, old):
-        assert _bits(p) == _bits(q)
+        assert raw_bytes(p) == raw_bytes(q)
 
 
 def test_empty_and_zero_rows(forced):
