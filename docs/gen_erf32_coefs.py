@@ -12,11 +12,15 @@ rounded ones (up to ties closer than float64's own rounding), the float64 value 
 (for a float32 x, x^2 and |x| - 5/2 are exact in float64). Both are Chebyshev interpolants
 (mpmath.chebyfit, near-minimax) at 40 digits, returned as monomial coefficients; the printed
 error is the float64 evaluation's (Horner, as the backend does it) against mpmath, relative,
-on a dense sample. Run: python docs/gen_erf32_coefs.py (numpy, mpmath).
+on a dense sample. Run from a checkout: PYTHONPATH=. python docs/gen_erf32_coefs.py (numpy,
+mpmath).
 """
 
 import mpmath as mp
 import numpy as np
+
+# the backend's own Horner evaluation, so the printed error is the path's
+from tgrad.backends.numpy import _horner_f64 as horner
 
 mp.mp.dps = 40
 SMALL_TERMS, MID_TERMS = 12, 22  # the fewest whose fits stay below ~1e-16
@@ -38,15 +42,6 @@ def fit(f, interval, n):
     """Monomial coefficients, constant first, of f's degree n - 1 Chebyshev interpolant."""
     coefs, err = mp.chebyfit(f, interval, n, error=True)
     return [float(c) for c in coefs[::-1]], err
-
-
-def horner(coefs, t):
-    acc = np.multiply(t, coefs[-1])
-    acc += coefs[-2]
-    for c in coefs[-3::-1]:
-        acc *= t
-        acc += c
-    return acc
 
 
 def measured(coefs, xs, value, ref):
