@@ -172,17 +172,25 @@ def _quadratic(d: np.ndarray, bound) -> np.ndarray:
     return _owned(np.multiply(dq, dq, out=dq))
 
 
-def smooth_l1(d: np.ndarray, beta: float) -> np.ndarray:
-    """where(|d| < beta, dq * dq * (0.5 / beta), |d| - 0.5 beta), dq = clamp(d, -b, b)."""
+def _quadratic_linear(d: np.ndarray, bound: float, q_scale: float, lin_scale) -> np.ndarray:
+    """where(|d| < bound, dq * dq * q_scale, (|d| - 0.5 bound) (* lin_scale when given)),
+    dq = clamp(d, -bound, bound): smooth_l1's and huber's forward steps."""
     t = d.dtype.type
-    b = t(beta)
+    b = t(bound)
     with be.quiet():
         ad = _owned(np.abs(d))
         q = _quadratic(d, b)
-        np.multiply(q, t(0.5 / beta), out=q)
+        np.multiply(q, t(q_scale), out=q)
         inside = np.less(ad, b)
-        np.subtract(ad, t(0.5 * beta), out=ad)
+        np.subtract(ad, t(0.5 * bound), out=ad)
+        if lin_scale is not None:
+            np.multiply(ad, t(lin_scale), out=ad)
         return _owned(be.where(inside, q, ad))
+
+
+def smooth_l1(d: np.ndarray, beta: float) -> np.ndarray:
+    """where(|d| < beta, dq * dq * (0.5 / beta), |d| - 0.5 beta), dq = clamp(d, -b, b)."""
+    return _quadratic_linear(d, beta, 0.5 / beta, None)
 
 
 def smooth_l1_grad(d: np.ndarray, beta: float) -> np.ndarray:
@@ -196,16 +204,7 @@ def smooth_l1_grad(d: np.ndarray, beta: float) -> np.ndarray:
 
 def huber(d: np.ndarray, delta: float) -> np.ndarray:
     """where(|d| < delta, dq * dq * 0.5, (|d| - 0.5 delta) delta), dq = clamp(d, -dl, dl)."""
-    t = d.dtype.type
-    dl = t(delta)
-    with be.quiet():
-        ad = _owned(np.abs(d))
-        q = _quadratic(d, dl)
-        np.multiply(q, t(0.5), out=q)
-        inside = np.less(ad, dl)
-        np.subtract(ad, t(0.5 * delta), out=ad)
-        np.multiply(ad, dl, out=ad)
-        return _owned(be.where(inside, q, ad))
+    return _quadratic_linear(d, delta, 0.5, delta)
 
 
 def huber_grad(d: np.ndarray, delta: float) -> np.ndarray:
