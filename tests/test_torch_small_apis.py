@@ -583,3 +583,26 @@ def test_from_dlpack_of_a_tensor_or_array_shares_writable_memory():
     assert ro.tolist() == [5.0, 7.0]
     with pytest.raises(RuntimeError, match="read-only memory"):
         ro[0] = 1.0
+
+
+def test_bfloat16_and_complex_tensors_go_through_dlpack_on_the_cpu():
+    # PyTorch exchanges bfloat16 (DLPack code 4) and complex (code 5) CPU tensors; NumPy's
+    # own DLPack has no bfloat16, so tgrad writes and reads those capsules itself
+    import gc
+    x = tgrad.arange(6.0).view(2, 3).to(tgrad.bfloat16)
+    for source in (x.t(), tgrad.to_dlpack(x.t())):  # an object with __dlpack__, a capsule
+        y = tgrad.from_dlpack(source)
+        assert y.dtype is tgrad.bfloat16 and y.shape == (3, 2) and y.stride() == (1, 3)
+        assert y.data_ptr() == x.data_ptr()
+        np.testing.assert_array_equal(y.float().numpy(), np.arange(6.0).reshape(2, 3).T)
+    y[2, 1] = 9.5  # writes reach the producer (PyTorch's from_dlpack shares memory)
+    assert x[1, 2].item() == 9.5
+    del x
+    gc.collect()  # the import keeps the producer's memory alive
+    assert y.float().numpy().tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 9.5]]
+    empty = tgrad.from_dlpack(tgrad.zeros(0, 3, dtype=tgrad.bfloat16))
+    assert empty.shape == (0, 3) and empty.dtype is tgrad.bfloat16
+    z = tgrad.tensor([1 + 2j, -3j])
+    w = tgrad.from_dlpack(tgrad.to_dlpack(z))
+    assert w.dtype is tgrad.complex64 and w.tolist() == [1 + 2j, -3j]
+    assert w.data_ptr() == z.data_ptr()

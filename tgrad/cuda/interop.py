@@ -19,7 +19,7 @@ import itertools
 import numpy as np
 
 KDL_CPU, KDL_CUDA = 1, 2
-_CODES = {"i": 0, "u": 1, "f": 2, "b": 6}
+_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
 
 
 class _DLDevice(ctypes.Structure):
@@ -43,6 +43,29 @@ class _DLManagedTensor(ctypes.Structure):
 _DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor))
 _DLManagedTensor._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
                              ("deleter", _DELETER)]
+
+
+class _DLManagedTensorVersioned(ctypes.Structure):
+    pass
+
+
+_DELETER_VERSIONED = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensorVersioned))
+_DLManagedTensorVersioned._fields_ = [
+    ("version", ctypes.c_uint32 * 2), ("manager_ctx", ctypes.c_void_p),
+    ("deleter", _DELETER_VERSIONED), ("flags", ctypes.c_uint64), ("dl_tensor", _DLTensor)]
+_FLAG_READ_ONLY = 1
+# capsule name -> (its struct, its name once consumed)
+_CAPSULES = {b"dltensor": (_DLManagedTensor, b"used_dltensor"),
+             b"dltensor_versioned": (_DLManagedTensorVersioned, b"used_dltensor_versioned")}
+
+
+def _managed(capsule):
+    """The DLManagedTensor(Versioned) struct in an unconsumed capsule, and its name."""
+    for name, (struct, _) in _CAPSULES.items():
+        if _api.PyCapsule_IsValid(capsule, name):
+            return struct.from_address(_api.PyCapsule_GetPointer(capsule, name)), name
+    raise BufferError("from_dlpack: expected an unconsumed DLPack capsule ('dltensor' or "
+                      "'dltensor_versioned')")
 
 _api = ctypes.pythonapi
 _api.PyCapsule_New.restype = ctypes.py_object
@@ -78,19 +101,22 @@ def _capsule_destructor(capsule_ptr) -> None:
         _LIVE.pop(_get_pointer_raw(capsule_ptr, b"dltensor"), None)
 
 
+_BFLOAT = 4
+
+
 def dtype_to_dl(dt: np.dtype) -> tuple[int, int]:
     if dt.name == "bfloat16":
-        return 4, 16
+        return _BFLOAT, 16
     if dt.kind not in _CODES:
         raise BufferError(f"__dlpack__: dtype {dt} has no DLPack code")
     return _CODES[dt.kind], dt.itemsize * 8
 
 
 def dl_to_dtype(code: int, bits: int) -> np.dtype:
-    if code == 4 and bits == 16:
+    if code == _BFLOAT and bits == 16:
         import ml_dtypes
         return np.dtype(ml_dtypes.bfloat16)
-    kind = {0: "i", 1: "u", 2: "f", 6: "b"}.get(code)
+    kind = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}.get(code)
     if kind is None:
         raise BufferError(f"from_dlpack: unsupported DLPack dtype code {code}")
     return np.dtype(np.bool_) if kind == "b" else np.dtype(f"{kind}{bits // 8}")
@@ -114,26 +140,28 @@ def to_capsule(arr, device: tuple[int, int]):
 
 
 class _Import:
-    """Owner of an imported DLManagedTensor: calls its deleter when tgrad drops it."""
+    """Owner of an imported DLManagedTensor(Versioned): calls its deleter when tgrad drops
+    it."""
 
-    def __init__(self, mt_addr: int) -> None:
-        self.addr = mt_addr
+    def __init__(self, mt) -> None:
+        self.mt = mt
 
     def __del__(self) -> None:
-        mt = _DLManagedTensor.from_address(self.addr)
-        if mt.deleter:
-            mt.deleter(ctypes.pointer(mt))
+        if self.mt.deleter:
+            self.mt.deleter(ctypes.pointer(self.mt))
 
 
-def from_capsule(capsule):
-    """A DeviceArray over a kDLCUDA capsule's memory (zero-copy; the capsule is consumed)."""
-    from tgrad.cuda.array import DeviceArray, contiguous_strides
-    from tgrad.cuda.memory import Buffer
-    addr = _api.PyCapsule_GetPointer(capsule, b"dltensor")
-    mt = _DLManagedTensor.from_address(addr)
+def _open_capsule(capsule, device_type: int):
+    """Read a "dltensor" capsule of ``device_type`` and mark it consumed: the dtype, shape
+    and strides (elements), the first and one-past-last element offsets it spans (lo <= 0 <
+    hi, negative strides included), the address of element ``lo`` and an owner whose death
+    calls the producer's deleter."""
+    from tgrad.cuda.array import contiguous_strides
+    mt, name = _managed(capsule)
     t = mt.dl_tensor
-    if t.device.device_type != KDL_CUDA:
-        raise BufferError(f"from_dlpack: expected a CUDA DLPack tensor, got device type "
+    if t.device.device_type != device_type:
+        kind = {KDL_CPU: "CPU", KDL_CUDA: "CUDA"}[device_type]
+        raise BufferError(f"from_dlpack: expected a {kind} DLPack tensor, got device type "
                           f"{t.device.device_type}")
     if t.dtype.lanes != 1:
         raise BufferError("from_dlpack: vector dtypes (lanes > 1) are not supported")
@@ -141,12 +169,48 @@ def from_capsule(capsule):
     shape = tuple(t.shape[i] for i in range(t.ndim))
     strides = (tuple(t.strides[i] for i in range(t.ndim)) if t.strides
                else contiguous_strides(shape))
-    _api.PyCapsule_SetName(capsule, b"used_dltensor")
+    _api.PyCapsule_SetName(capsule, _CAPSULES[name][1])
     lo = min([0] + [(s - 1) * st for s, st in zip(shape, strides) if st < 0])
     hi = sum((s - 1) * st for s, st in zip(shape, strides) if st > 0) + 1
-    base = t.data + t.byte_offset + lo * dt.itemsize
-    buf = Buffer((hi - lo) * dt.itemsize, t.device.device_id, ptr=base, owner=_Import(addr))
+    base = (t.data or 0) + t.byte_offset + lo * dt.itemsize
+    read_only = name == b"dltensor_versioned" and bool(mt.flags & _FLAG_READ_ONLY)
+    return dt, shape, strides, lo, hi, base, _Import(mt), t.device.device_id, read_only
+
+
+def from_capsule(capsule):
+    """A DeviceArray over a kDLCUDA capsule's memory (zero-copy; the capsule is consumed)."""
+    from tgrad.cuda.array import DeviceArray
+    from tgrad.cuda.memory import Buffer
+    dt, shape, strides, lo, hi, base, owner, device_id, _ = _open_capsule(capsule, KDL_CUDA)
+    buf = Buffer((hi - lo) * dt.itemsize, device_id, ptr=base, owner=owner)
     return DeviceArray(buf, shape, strides, -lo, dt)
+
+
+def _host_array_from_capsule(capsule) -> np.ndarray:
+    """A NumPy array over a kDLCPU capsule's memory (zero-copy; the capsule is consumed),
+    for the dtypes ``np.from_dlpack`` cannot import (bfloat16); writable unless a versioned
+    capsule says read-only (PyTorch's from_dlpack writes through)."""
+    dt, shape, strides, lo, hi, base, owner, _, read_only = _open_capsule(capsule, KDL_CPU)
+    if any(s == 0 for s in shape):
+        return np.empty(shape, dt)
+    memory = (ctypes.c_char * ((hi - lo) * dt.itemsize)).from_address(base)
+    memory.owner = owner  # (the producer's deleter runs when the last view dies)
+    arr = np.ndarray(shape, dt, memory, -lo * dt.itemsize,
+                     tuple(st * dt.itemsize for st in strides))
+    arr.flags.writeable = not read_only
+    return arr
+
+
+class _HostArray:
+    """The DeviceArray fields ``to_capsule`` reads, over a NumPy array: the export path of
+    the dtypes NumPy's own ``__dlpack__`` refuses (bfloat16)."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.array, self.ndim, self.shape, self.dtype = a, a.ndim, a.shape, a.dtype
+        self.estrides = tuple(st // a.itemsize for st in a.strides)
+
+    def data_ptr(self) -> int:
+        return self.array.__array_interface__["data"][0]
 
 
 def cuda_array_interface(t) -> dict:
@@ -184,6 +248,8 @@ def _tensor_dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=
     if self.requires_grad:
         raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
     if self.device.type == "cpu":
+        if self._data.dtype.name == "bfloat16":  # (NumPy has no DLPack code for it; an
+            return to_capsule(_HostArray(self._data), (KDL_CPU, 0))  # unversioned capsule)
         if max_version is not None:  # a versioned capsule (NumPy >= 2.1), which a consumer
             try:  # such as np.from_dlpack keeps writable; a legacy capsule it makes read-only
                 return self._data.__dlpack__(max_version=max_version)
@@ -210,24 +276,30 @@ class _CapsuleHolder:
         return self.capsule
 
     def __dlpack_device__(self):
-        addr = _api.PyCapsule_GetPointer(self.capsule, b"dltensor")
-        d = _DLManagedTensor.from_address(addr).dl_tensor.device
+        d = _managed(self.capsule)[0].dl_tensor.device
         return (d.device_type, d.device_id)
 
 
 def from_dlpack(ext):
     """A tgrad tensor sharing memory with ``ext`` (an object with ``__dlpack__`` or a
-    DLPack capsule): CPU data gives a cpu tensor, CUDA data a cuda tensor."""
+    DLPack capsule): CPU data gives a cpu tensor, CUDA data a cuda tensor. bfloat16 and
+    complex data included (tgrad reads the bfloat16 capsules NumPy cannot)."""
     from tgrad.device import Device
     from tgrad.tensor import Tensor
     if not hasattr(ext, "__dlpack__"):
         ext = _CapsuleHolder(ext)
     dev_type, dev_id = ext.__dlpack_device__()
     if dev_type == KDL_CPU:
-        # (NumPy marks an array from a legacy, unversioned capsule read-only, as the capsule
-        # cannot say whether writing is allowed; PyTorch's from_dlpack writes through it)
-        arr = np.from_dlpack(ext)
-        return Tensor(arr, None, Device("cpu"))
+        # (a versioned capsule when the producer makes one: NumPy marks an array from a
+        # legacy capsule read-only, as it cannot say whether writing is allowed, where
+        # PyTorch's from_dlpack writes through)
+        try:
+            capsule = ext.__dlpack__(max_version=(1, 0))
+        except TypeError:
+            capsule = ext.__dlpack__()
+        if _managed(capsule)[0].dl_tensor.dtype.code == _BFLOAT:  # (NumPy cannot import it)
+            return Tensor(_host_array_from_capsule(capsule), None, Device("cpu"))
+        return Tensor(np.from_dlpack(_CapsuleHolder(capsule)), None, Device("cpu"))
     if dev_type != KDL_CUDA:
         raise BufferError(f"from_dlpack: unsupported DLPack device type {dev_type} "
                           f"(tgrad takes CPU (1) and CUDA (2))")
