@@ -148,3 +148,124 @@ def test_embedding_bag_fast_path_gradcheck_and_gradgradcheck(mode, two_d, pad):
     assert fn(w).grad_fn.name() == "EmbeddingBagBackward0"
     assert gradcheck(fn, (w,))
     assert gradgradcheck(fn, (w,))
+
+
+# ------------------------------------------------------------------ mode 'max' (_BagMax)
+def _max_case(rng, dt, trial: int) -> dict:
+    """_case for mode 'max': ties (small integers), +-0, inf and NaN weights."""
+    c = _case(rng, dt, trial)
+    c["mode"], c["psw"] = "max", None
+    w = c["w"]
+    if trial % 3 == 0:  # many ties, +-0 among them
+        w[...] = rng.integers(-2, 3, w.shape).astype(dt)
+        w.reshape(-1)[::5] = -0.0
+    if trial % 7 == 2:
+        w.reshape(-1)[1::6] = np.nan
+    if trial % 4 == 3:
+        w.reshape(-1)[::3] = -np.inf
+    return c
+
+
+def _max_both(monkeypatch, c: dict, noncontig: bool) -> tuple:
+    calls = []
+    fwd = _numpy_bag.segment_first_max
+
+    def spy(*a):
+        calls.append(1)
+        return fwd(*a)
+    with monkeypatch.context() as m:
+        m.setattr(_numpy_bag, "segment_first_max", spy)
+        fast = _run(c, noncontig)
+    assert calls or c["idx"].size == 0 or (c["offsets"] is not None and c["ilo"])
+    with monkeypatch.context() as m:
+        m.setattr(_embedding_bag, "_fast_max", lambda *a: False)
+        slow = _run(c, noncontig)
+    return fast, slow
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("free,step_cost", [(64, 0), (0, 4000), (64, 10 ** 9),
+                                            (0, 10 ** 9)])  # kernel ... composite
+def test_embedding_bag_max_fast_path_is_bit_identical_to_the_composite(monkeypatch, dt, free,
+                                                                       step_cost):
+    monkeypatch.setattr(_numpy_bag, "_STEP_COST", step_cost)
+    monkeypatch.setattr(_numpy_bag, "_FREE_STEPS", free)
+    rng = np.random.default_rng(step_cost % 89 + 1)
+    for trial in range(60):
+        c = _max_case(rng, dt, trial)
+        fast, slow = _max_both(monkeypatch, c, trial % 5 == 3)
+        assert fast == slow, (trial, c["offsets"], c["pad"])
+
+
+def test_embedding_bag_max_fast_path_max_indices_match_the_composite(monkeypatch):
+    from tgrad.nn._embedding_bag import _embedding_bag as eb
+    rng = np.random.default_rng(5)
+    for trial in range(30):
+        c = _max_case(rng, np.float32, trial)
+        if c["idx"].size == 0:
+            continue
+        args = (tgrad.tensor(c["idx"]), tgrad.tensor(c["w"]),
+                None if c["offsets"] is None else tgrad.tensor(c["offsets"]), None, 2, False,
+                "max", False, None, c["ilo"], c["pad"])
+        fast = eb(*args)
+        with monkeypatch.context() as m:
+            m.setattr(_embedding_bag, "_fast_max", lambda *a: False)
+            slow = eb(*args)
+        if fast[5] is None or slow[5] is None:
+            assert fast[5] is None and slow[5] is None
+            continue
+        np.testing.assert_array_equal(fast[5].numpy(), slow[5].numpy())
+
+
+def test_embedding_bag_max_fast_path_against_a_float64_loop():
+    rng = np.random.default_rng(4)
+    w = rng.integers(-3, 4, (40, 8)).astype(np.float64)  # ties: the first entry wins
+    idx = rng.integers(0, 40, 200)
+    off = np.concatenate([[0, 0], np.sort(rng.choice(np.arange(1, 200), 30, replace=False))])
+    g = rng.standard_normal((len(off), 8))
+    ends = np.append(off[1:], 200)
+    for pad in (None, 5):
+        wt = tgrad.tensor(w, requires_grad=True)
+        y = F.embedding_bag(tgrad.tensor(idx), wt, tgrad.tensor(off), mode="max",
+                            padding_idx=pad)
+        assert y.grad_fn.name() == "EmbeddingBagBackward0"
+        y.backward(tgrad.tensor(g))
+        want, gw = np.zeros((len(off), 8)), np.zeros((40, 8))
+        for b, (s, e) in enumerate(zip(off, ends)):
+            kept = [i for i in range(s, e) if idx[i] != pad]
+            for d in range(8):
+                if kept:
+                    i = max(kept, key=lambda i: (w[idx[i], d], -i))
+                    want[b, d] = w[idx[i], d]
+                    gw[idx[i], d] += g[b, d]
+        np.testing.assert_array_equal(y.detach().numpy(), want)
+        np.testing.assert_allclose(wt.grad.numpy(), gw, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("two_d,pad", [(True, None), (True, 2), (False, None), (False, 1)])
+def test_embedding_bag_max_fast_path_gradcheck_gradgradcheck_forward_ad(two_d, pad):
+    import tgrad.autograd.forward_ad as fwad
+    rng = np.random.default_rng(11)
+    w = tgrad.tensor(rng.standard_normal((6, 3)), requires_grad=True)
+    if two_d:
+        idx, off = tgrad.tensor(rng.integers(0, 6, (4, 3))), None
+    else:
+        idx, off = tgrad.tensor(rng.integers(0, 6, 9)), tgrad.tensor([0, 2, 2, 7])
+
+    def fn(t):
+        return F.embedding_bag(idx, t, off, mode="max", padding_idx=pad)
+    assert fn(w).grad_fn.name() == "EmbeddingBagBackward0"
+    assert gradcheck(fn, (w,))
+    assert gradgradcheck(fn, (w,))
+    t = tgrad.tensor(rng.standard_normal((6, 3)))
+    jvps = []
+    for fast in (True, False):  # the tangent at each bag's maximal entry, as the composite
+        with pytest.MonkeyPatch.context() as m:
+            if not fast:
+                m.setattr(_embedding_bag, "_fast_max", lambda *a: False)
+            with fwad.dual_level():
+                y = fn(fwad.make_dual(w.detach(), t))
+                assert (y.grad_fn is None or fast
+                        or y.grad_fn.name() != "EmbeddingBagBackward0")
+                jvps.append(fwad.unpack_dual(y).tangent.numpy())
+    np.testing.assert_array_equal(jvps[0], jvps[1])

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FAST_DTYPES", "segment_sums"]
+__all__ = ["FAST_DTYPES", "segment_first_max", "segment_sums"]
 
 FAST_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 
 _STEP_COST = 4000  # a loop step's overhead in element-adds (~4 us at ~1 ns an element)
+_FREE_STEPS = 64  # segment_first_max's loops up to this length: cheaper than the composite
 
 
 def _terms(table: np.ndarray, rows: np.ndarray, scale, keep, scale_first: bool):
@@ -107,3 +108,74 @@ def _equal_segment_sums(out: np.ndarray, table: np.ndarray, rows: np.ndarray, ta
         return acc
     out[np.asarray(target)] = acc
     return out
+
+
+def segment_first_max(table: np.ndarray, rows: np.ndarray, lengths: np.ndarray,
+                      keep) -> np.ndarray | None:
+    """(segments, D) int64: per segment s (the lengths[s] entries after those of the
+    segments before it) and column d, the position e (0 .. n - 1) of the segment's first
+    entry with table[rows[e], d] maximal among its kept entries (keep (n,) bool or None:
+    all), the first NaN if any; n where the segment has no kept entry. None where the
+    longest segment is long (over _FREE_STEPS entries) against the work (a loop over
+    positions would cost more than the composite). table (R, D) float; rows (n,) int64, n >= 1.
+
+    Maximum m (a running np.maximum over the positions k: exact, NaN propagates), hits
+    h[e] = (v[e] == m) | isnan(v[e]) (a NaN in the column makes m NaN) among kept entries,
+    first = n - max over the segment of h[e] * (n - e) (0 where no hit)."""
+    n, dim = rows.shape[0], table.shape[1]
+    segs = lengths.shape[0]
+    longest = int(lengths.max()) if segs else 0
+    if longest > _FREE_STEPS and longest * _STEP_COST > n * max(dim, 1):
+        return None
+    vals = np.take(table, rows, axis=0)  # (n, D)
+    if keep is not None:
+        vals[~keep] = -np.inf
+    if int(lengths.min()) == longest:  # equal segments (2-d input): (segs, L, D) views
+        return _equal_first_max(vals.reshape(segs, longest, dim), keep)
+    starts = np.cumsum(lengths) - lengths
+    by_len = np.argsort(-lengths, kind="stable")  # longest first: a prefix per k
+    first = starts[by_len]
+    active = np.searchsorted(-lengths[by_len], -np.arange(longest), side="left")
+    best = vals[first[:active[0]]]  # (non-empty segments, D), by length
+    for k in range(1, longest):
+        view = best[:active[k]]
+        np.maximum(view, vals[first[:active[k]] + k], out=view)
+    rank = np.empty(segs, np.int64)  # the row of best of each segment
+    rank[by_len] = np.arange(segs)
+    hit = _hits(vals, best, keep, rank[np.repeat(np.arange(segs), lengths)])
+    wt = np.int32 if n < 1 << 31 else np.int64
+    score = np.multiply(hit, (n - np.arange(n, dtype=wt))[:, None], dtype=wt)
+    top = score[first[:active[0]]]
+    for k in range(1, longest):
+        view = top[:active[k]]
+        np.maximum(view, score[first[:active[k]] + k], out=view)
+    out = np.full((segs, dim), n, np.int64)
+    out[by_len[:active[0]]] = n - top.astype(np.int64)
+    return out
+
+
+def _hits(vals: np.ndarray, best: np.ndarray, keep, seg) -> np.ndarray:
+    """vals (.., D) equal to their segment's maximum best (seg None: best broadcasts), or
+    NaN, and kept."""
+    b = best if seg is None else best[seg]
+    hit = vals == b
+    if np.isnan(best).any():  # NaN in a column: its first NaN (NaN != NaN)
+        hit |= np.isnan(vals)
+    if keep is not None:
+        hit &= keep.reshape(hit.shape[:-1])[..., None]
+    return hit
+
+
+def _equal_first_max(vals: np.ndarray, keep) -> np.ndarray:
+    """segment_first_max of segments of one length L >= 1 (vals (segs, L, D))."""
+    segs, length, dim = vals.shape
+    best = vals[:, 0].copy()
+    for k in range(1, length):
+        np.maximum(best, vals[:, k], out=best)
+    hit = _hits(vals, best[:, None], keep, None)
+    wt = np.uint8 if length < 1 << 8 else np.int32 if length < 1 << 31 else np.int64
+    score = np.multiply(hit, (length - np.arange(length, dtype=wt))[:, None], dtype=wt)
+    local = length - np.maximum.reduce(score, axis=1).astype(np.int64)  # L: no hit
+    first = local + (np.arange(segs, dtype=np.int64) * length)[:, None]
+    first[local == length] = segs * length
+    return first

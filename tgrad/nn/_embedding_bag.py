@@ -205,6 +205,10 @@ def _embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None,  # noq
         _embedding_renorm_(weight, idx, max_norm, norm_type)
     if _fast_bag(weight, mode, sparse, scale_grad_by_freq, per_sample_weights):
         return _bag_sum_fast(weight, idx, seg, bags, mode, per_sample_weights, padding_idx)
+    if mode == "max" and _fast_max(weight, idx):
+        res = _bag_max_fast(weight, idx, seg, bags, padding_idx)
+        if res is not None:
+            return res
     half = weight.dtype if weight.dtype in (dtypes.float16, dtypes.bfloat16) else None
     if sparse:  # weight.grad: the rows' gradients at idx, padding entries left out
         from tgrad.sparse import sparse_embedding
@@ -333,4 +337,67 @@ class _BagSum(Function):
             gq, seg._data.astype(np.int64, copy=False), order, counts[target],
             ctx.weight_shape[0], target, None if psw is None else psw._data,
             None if keep is None else keep._data, False)
+        return wrap(dw, g.device), None
+
+
+def _fast_max(weight: Tensor, idx: Tensor) -> bool:
+    """Whether 'max' may run as one _BagMax node on the NumPy kernel: a CPU
+    float32/float64 weight and at least one entry; else the composite."""
+    return (weight.device.type == "cpu" and weight.dtype.np in _numpy_bag.FAST_DTYPES
+            and idx.shape[0] > 0)
+
+
+def _bag_max_fast(weight: Tensor, idx: Tensor, seg: Tensor, bags: int,
+                  padding_idx: int | None) -> tuple | None:
+    """_embedding_bag's results for 'max' through _BagMax (the composite's values bit for
+    bit), or None where the kernel declines (a few very long bags)."""
+    keep = None if padding_idx is None else (idx != padding_idx)
+    rows = idx._data.astype(np.int64, copy=False)
+    lengths = np.bincount(seg._data.astype(np.int64, copy=False), minlength=bags)
+    first = _numpy_bag.segment_first_max(weight._data, rows, lengths,
+                                         None if keep is None else keep._data)
+    if first is None:
+        return None
+    n = rows.shape[0]
+    found = first < n  # (B, D): False for a bag without a kept entry
+    widx = rows[np.minimum(first, n - 1)]  # (B, D): the weight row of each maximum
+    out = _BagMax.apply(weight, (wrap(widx, weight.device), wrap(found, weight.device)))
+    return (out, idx, seg, bags, keep, wrap(first, weight.device), None)
+
+
+class _BagMax(Function):
+    """embedding_bag 'max' on the CPU: weight (R, D) -> (B, D), out[b, d] =
+    weight[widx[b, d], d] where found[b, d], else +0; parts = (widx (B, D) int64 the
+    weight row of bag b's first maximal entry in column d, found (B, D) bool). One node,
+    PyTorch's EmbeddingBagBackward0.
+        d weight[r, d] = +0 + the sum over the bags b with widx[b, d] = r and found, in
+                         bag order, of g[b, d]
+    the composite's (gather's scatter into the rows, the row gather's index_add in entry
+    order: a bag's entries follow those of the bags before it), by np.add.at in the same
+    order (bit-identical); under create_graph a scatter_add of the masked g (linear in g:
+    differentiates again)."""
+
+    name = "embedding_bag"
+    node_name = "EmbeddingBagBackward0"
+
+    @staticmethod
+    def forward(ctx, weight, parts):
+        widx, found = parts
+        ctx.parts, ctx.weight_shape = parts, tuple(weight.shape)
+        out = np.take_along_axis(weight._data, widx._data, axis=0)
+        out[~found._data] = 0
+        return wrap(out, weight.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        widx, found = ctx.parts
+        if differentiable_formula():
+            return zeros(ctx.weight_shape, dtype=g.dtype, device=g.device).scatter_add(
+                0, widx, ew.where(found, g, 0.0)), None
+        f = found._data
+        gd = g._data
+        dim = ctx.weight_shape[1]
+        flat = (widx._data * dim + np.arange(dim))[f]  # (b, d) row-major: bag order
+        dw = np.zeros(ctx.weight_shape, gd.dtype)
+        np.add.at(dw.reshape(-1), flat, np.broadcast_to(gd, f.shape)[f])
         return wrap(dw, g.device), None
