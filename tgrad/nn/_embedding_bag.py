@@ -33,7 +33,11 @@ scale_grad_by_freq, per_sample_weights without a gradient) are one node instead,
 tgrad/backends/_numpy_bag.py without the (n, D) rows and np.add.at, forward and backward
 bit-identical to the composite (4.6x faster forward, 3.8x forward + backward on (512, 16)
 bags of a (1000, 64) float32 weight); create_graph differentiates the composite's
-adjoints as tgrad ops.
+adjoints as tgrad ops. 'max' likewise (``_BagMax``, float32/float64 CPU weight, n >= 1):
+_numpy_bag.segment_first_max finds the same entries, the output gathers them and the
+backward np.add.at's g into their rows in bag order, bit-identical to the composite (12x
+faster forward and forward + backward on (512, 16) bags of a (1000, 64) float32 weight:
+7.1 ms -> 0.6 ms); create_graph runs a scatter_add of the masked g as tgrad ops.
 """
 
 from __future__ import annotations
