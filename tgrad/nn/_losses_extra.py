@@ -16,9 +16,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
+
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.nn._composite import logsigmoid
 from tgrad.nn.functional import (
     _check_class_weight_dtype,
@@ -31,7 +33,7 @@ from tgrad.nn.functional import (
     _reduced,
     softplus,
 )
-from tgrad.ops._common import broadcast_or_raise, fresh
+from tgrad.ops._common import broadcast_or_raise, fresh, wrap
 from tgrad.ops.creation import arange
 from tgrad.ops.creation import full as _full
 from tgrad.ops.distances import pairwise_distance
@@ -317,6 +319,11 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None,  # 
     if bool(((t < -1) | (t >= c)).any()):  # one synchronizing read on a GPU
         raise RuntimeError("argument #2 'target' is out of range")
     (x,), half = _compute(input.reshape(n, c))
+    if _fast_cpu(x):
+        loss = _MultilabelMargin.apply(x, _label_counts(t._data))
+        if input.ndim < 2:
+            loss = fresh(loss.reshape(()))
+        return _reduced(loss, reduction, half)
     # cnt[i, k]: how often class k is a target of sample i before its first -1 (on the
     # device: a one-hot compare, (N, C, C) as the pairs below, with no index-bounds reads)
     live = cumsum(t == -1, 1) == 0
@@ -329,6 +336,75 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None,  # 
     if input.ndim < 2:
         loss = fresh(loss.reshape(()))  # (a view of the op's own temporary: a new tensor)
     return _reduced(loss, reduction, half)
+
+
+def _fast_cpu(x: Tensor) -> bool:
+    """Whether a loss runs as its one-node NumPy form: a CPU float32/float64 input."""
+    return x.device.type == "cpu" and x.dtype in (dtypes.float32, dtypes.float64)
+
+
+def _label_counts(t: np.ndarray) -> np.ndarray:
+    """(N, C) int64: how often class k is a target of sample i before its first -1 in
+    t (N, C) int64 (entries in [-1, C))."""
+    n, c = t.shape
+    live = np.cumsum(t == -1, 1) == 0
+    rows = np.broadcast_to(np.arange(n)[:, None] * c, t.shape)
+    return np.bincount((rows + t)[live], minlength=n * c).reshape(n, c)
+
+
+class _MultilabelMargin(Function):
+    """multilabel_margin_loss per sample on the CPU (float32/float64): x (N, C) -> (N,),
+    loss_i = sum_{j, k} h[i, j, k] cnt[i, j] other[i, k] / C, h = clamp(1 - x_j + x_k, 0),
+    cnt (N, C) the label counts (``_label_counts``), other = (cnt == 0): the composite's
+    steps as NumPy calls in the same order (bit-identical), one node instead of ~10 (PyTorch's
+    MultilabelMarginLossBackward0).
+        dx_k = sum_j gh[i, j, k] - sum_k' gh[i, k, k'],  gh = (g / C) other_k cnt_j [h > 0]
+    (the clamp's strict mask; the composite's broadcast sums); under create_graph the same
+    as tgrad ops (linear in g, the mask a constant: differentiates again)."""
+
+    name = "multilabel_margin_loss"
+    node_name = "MultilabelMarginLossBackward0"
+
+    @staticmethod
+    def forward(ctx, x, cnt):
+        with np.errstate(all="ignore"):  # inf - inf: NaN without a warning, as the composite
+            return _MultilabelMargin._forward(ctx, x, cnt)
+
+    @staticmethod
+    def _forward(ctx, x, cnt):
+        xd = x._data
+        dt = xd.dtype.type
+        cw = cnt.astype(xd.dtype)
+        other = (cw == 0).astype(xd.dtype)
+        h = np.add(np.subtract(dt(1.0), xd)[:, :, None], xd[:, None, :])  # (N, C_j, C_k)
+        np.maximum(h, dt(0), out=h)
+        ctx.h, ctx.cw, ctx.other, ctx.c = h, cw, other, xd.shape[1]
+        s = np.multiply(h, cw[:, :, None])
+        np.multiply(s, other[:, None, :], out=s)
+        return wrap(np.true_divide(s.sum((1, 2)), dt(ctx.c)), x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        if differentiable_formula():
+            mask = wrap(ctx.h > 0, g.device)
+            gl = (g / ctx.c).reshape(-1, 1, 1)
+            gh = where(mask, gl * wrap(ctx.other, g.device).unsqueeze(1)
+                       * wrap(ctx.cw, g.device).unsqueeze(2), 0.0)
+            return gh.sum(1) - gh.sum(2), None
+        with np.errstate(all="ignore"):
+            return _MultilabelMargin._backward(ctx, g), None
+
+    @staticmethod
+    def _backward(ctx, g):
+        gd = g._data
+        gl = np.true_divide(gd, gd.dtype.type(ctx.c))
+        gk = np.multiply(gl[:, None], ctx.other)  # (N, C_k): the sum's g times other
+        gh = np.multiply(gk[:, None, :], ctx.cw[:, :, None])  # (N, C_j, C_k) times cnt
+        # where(h > 0, gh, +0) as a bit mask (10x faster than np.where on a random mask)
+        ut = np.uint32 if gh.dtype == np.float32 else np.uint64
+        bits = np.multiply(ctx.h > 0, ut(np.iinfo(ut).max), dtype=ut)
+        gh = np.bitwise_and(gh.view(ut), bits, out=bits).view(gh.dtype)
+        return wrap(np.subtract(gh.sum(1), gh.sum(2)), g.device)
 
 
 def _triplet_dims(anchor: Tensor, positive: Tensor, negative: Tensor) -> None:
