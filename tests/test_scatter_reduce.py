@@ -233,3 +233,39 @@ def test_max_and_min_are_amax_and_amin():
             wx, ws = tgrad.autograd.grad(want.sum(), [x, src])
             np.testing.assert_array_equal(gx.numpy(), wx.numpy())
             np.testing.assert_array_equal(gs.numpy(), ws.numpy())
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_scatter_reduce_prod_backward_numpy_path_is_bit_identical(monkeypatch, dt):
+    # _prod_grads_np (CPU, no create_graph) against _prod_grads' tgrad ops, forced by
+    # monkeypatching _fast_prod: zeros (one, two), -0, inf and NaN contributors, include_self
+    import sys
+    sr = sys.modules["tgrad.ops.scatter_reduce"]
+    rng = np.random.default_rng(12)
+    for trial in range(30):
+        r, c = int(rng.integers(1, 7)), int(rng.integers(1, 7))
+        x = rng.standard_normal((r, c)).astype(dt)
+        src = rng.standard_normal((r, c + 2)).astype(dt)
+        if trial % 2:
+            src[rng.random(src.shape) < 0.3] = 0
+            x[rng.random(x.shape) < 0.3] = 0
+        if trial % 5 == 1:
+            src.reshape(-1)[::7] = np.inf
+            x.reshape(-1)[::5] = np.nan
+        if trial % 3 == 0:
+            src[rng.random(src.shape) < 0.2] = -0.0
+        idx = rng.integers(0, c, (r, c + 2))
+        g = rng.standard_normal((r, c)).astype(dt)
+        for incl in (True, False):
+            outs = []
+            for fast in (True, False):
+                with monkeypatch.context() as m:
+                    if not fast:
+                        m.setattr(sr, "_fast_prod", lambda *a: False)
+                    xt = tgrad.tensor(x, requires_grad=True)
+                    st = tgrad.tensor(src, requires_grad=True)
+                    y = tgrad.scatter_reduce(xt, 1, tgrad.tensor(idx), st, "prod",
+                                             include_self=incl)
+                    y.backward(tgrad.tensor(g))
+                outs.append((xt.grad.numpy().tobytes(), st.grad.numpy().tobytes()))
+            assert outs[0] == outs[1], (trial, incl)

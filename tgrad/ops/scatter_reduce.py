@@ -37,6 +37,8 @@ the gradient, a known PyTorch bug); tgrad counts only the values that took part.
 
 from __future__ import annotations
 
+import numpy as np
+
 from tgrad import dtypes
 from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import is_grad_enabled
@@ -124,6 +126,9 @@ class ScatterReduce(Function):
 
 def _prod_grads(g: Tensor, x: Tensor, src: Tensor, key, incl: bool) -> tuple:
     """(d x, d src) of the scattered product: each contributor's product of the others."""
+    if not differentiable_formula() and _fast_prod(g, x, src):  # the same steps on arrays
+        gx, gsrc = _prod_grads_np(g._data, x._data, src._data, key, incl)
+        return wrap(gx, g.device), wrap(gsrc, g.device)
     shape = x.shape
     src_zero = src == 0
     src_safe = ew.where(src_zero, 1, src)
@@ -167,6 +172,48 @@ def _prod_grads(g: Tensor, x: Tensor, src: Tensor, key, incl: bool) -> tuple:
                            bad_at[key] - src_bad.to(g.dtype), None if zsum is None else zsum[key])
     gx = g * others(x, x_zero, x_safe, zeros_at, product, bad_at - x_bad.to(g.dtype), zsum) \
         if incl else g
+    return gx, gsrc
+
+
+def _fast_prod(g: Tensor, x: Tensor, src: Tensor) -> bool:
+    """Whether _prod_grads (no create_graph) runs as _prod_grads_np: CPU float32/float64,
+    one dtype."""
+    return (g.device.type == "cpu" and g.dtype.np in (np.float32, np.float64)
+            and x.dtype is g.dtype and src.dtype is g.dtype)
+
+
+def _prod_grads_np(g: np.ndarray, x: np.ndarray, src: np.ndarray, key,
+                   incl: bool) -> tuple:
+    """_prod_grads without create_graph on CPU float32/float64 arrays: its tgrad ops as
+    the NumPy calls they run, in the same order (no nodes; bit-identical). g, x (shape),
+    src (the scattered values), key their targets in x."""
+    from tgrad.backends import numpy as be
+    shape, dt = x.shape, g.dtype
+    one = dt.type(1)
+    with np.errstate(all="ignore"):
+        src_zero = src == 0
+        src_safe = np.where(src_zero, one, src)
+        zeros_at = be.index_add(shape, dt, key, src_zero.astype(dt))
+        hit = be.index_add(shape, dt, key, np.ones_like(src)) > 0
+        product = np.where(hit, be.index_reduce(shape, dt, key, src_safe, "prod"), one)
+        src_bad = (~np.isfinite(src)).astype(dt)
+        bad_at = be.index_add(shape, dt, key, src_bad)
+        if incl:
+            x_zero = x == 0
+            x_safe = np.where(x_zero, one, x)
+            zeros_at = zeros_at + x_zero.astype(dt)
+            product = product * x_safe
+            x_bad = (~np.isfinite(x)).astype(dt)
+            bad_at = bad_at + x_bad
+
+        def others(zero, safe, z, p, bad_others):  # _prod_grads' others, zs None
+            dead = np.where(bad_others > 0, dt.type(np.nan), dt.type(0))
+            return np.where(zero, np.where(z == 1, p, dead),
+                            np.where(z == 0, p / safe, dead))
+
+        gsrc = g[key] * others(src_zero, src_safe, zeros_at[key], product[key],
+                               bad_at[key] - src_bad)
+        gx = g * others(x_zero, x_safe, zeros_at, product, bad_at - x_bad) if incl else g
     return gx, gsrc
 
 
