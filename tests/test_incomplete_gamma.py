@@ -159,12 +159,16 @@ def test_small_a_upper_tail_and_denormal_a():
 
 
 def _record_active(monkeypatch) -> list:
-    """The number of active elements at each convergence check (ig._set_aside's calls)."""
+    """The number of active elements at each convergence check (the _set_aside calls of
+    the composite's loops and of their NumPy form, which the CPU forward runs)."""
+    from tgrad.backends import _numpy_igamma as nig
     from tgrad.ops import incomplete_gamma as ig
     active = []
-    set_aside = ig._set_aside
+    set_aside, set_aside_np = ig._set_aside, nig._set_aside
     monkeypatch.setattr(ig, "_set_aside", lambda ok, *rest: active.append(ok.numel())
                         or set_aside(ok, *rest))
+    monkeypatch.setattr(nig, "_set_aside", lambda ok, *rest: active.append(ok.size)
+                        or set_aside_np(ok, *rest))
     return active
 
 
@@ -182,7 +186,7 @@ def test_each_element_stops_at_its_own_converged_check(monkeypatch):
         active.clear()
         np.testing.assert_allclose(tgrad.special.gammaincc(_t(a), _t(x)).numpy(), q,
                                    rtol=1e-13)
-        assert len(active) < ig._TERMS // ig._CHECK_EVERY, (a, len(active))
+        assert 0 < len(active) < ig._TERMS // ig._CHECK_EVERY, (a, len(active))
     # dP/da (Gamma's rsample gradient), continued fraction branch, against central
     # differences of Q (P = 1 - Q would cancel out there)
     active.clear()
@@ -241,3 +245,60 @@ def test_converge_is_differentiable_through_the_set_aside_values():
     np.testing.assert_allclose(v.detach().numpy(), wn ** n, rtol=1e-14)
     (g,) = tgrad.autograd.grad(v.sum(), w)
     np.testing.assert_allclose(g.numpy(), n * wn ** (n - 1), rtol=1e-13)
+
+
+def _bits_equal(got: np.ndarray, want: np.ndarray) -> None:
+    """The same float64 bits (NaN: any NaN)."""
+    assert got.dtype == want.dtype and got.shape == want.shape
+    same = (got.view(np.int64) == want.view(np.int64)) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), (np.flatnonzero(~same)[:5], got[~same][:5], want[~same][:5])
+
+
+def _igamma_inputs() -> list:
+    """(a, x) pairs reaching every branch: the series and the continued fraction (bench-like
+    and log-uniform over 1e-13 .. 3e3), Cephes' small-a upper series, Temme's uniform region
+    (and just outside it), integer / half-integer points, and the special values."""
+    rng = np.random.default_rng(3)
+    n = 3001  # (odd)
+    sp = np.array([0.0, -0.0, -1.0, np.inf, -np.inf, np.nan, 5e-324, 1e-310, 1.0, 1e300, 2.5])
+    spa, spx = np.meshgrid(sp, sp)
+    big = np.exp(rng.uniform(np.log(15.0), 12.0, n))
+    return [(np.abs(rng.standard_normal(n)) + 0.1, np.abs(rng.standard_normal(n)) + 0.1),
+            (np.exp(rng.uniform(-30, 8, n)), np.exp(rng.uniform(-30, 8, n))),
+            (rng.uniform(0, 1.2, n) * 10.0 ** rng.integers(-12, 0, n), rng.uniform(0, 1.2, n)),
+            (big, big * rng.uniform(0.2, 2.5, n)),
+            (rng.integers(0, 40, n).astype(np.float64), rng.integers(0, 90, n) / 2),
+            (spa.ravel(), spx.ravel())]
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_cpu_forward_is_the_composite_bit_for_bit(upper):
+    # the CPU forward (tgrad.backends._numpy_igamma: each element through its own branch)
+    # gives the composite's float64 bits (_regularized, the cuda path), and float32's
+    # is that rounded once
+    from tgrad.ops import incomplete_gamma as ig
+    fn = tgrad.special.gammaincc if upper else tgrad.special.gammainc
+    for a, x in _igamma_inputs():
+        want = ig._regularized(_t(a), _t(x), upper).numpy()
+        _bits_equal(fn(_t(a), _t(x)).numpy(), want)
+        with np.errstate(over="ignore"):  # (1e300 -> inf)
+            a32, x32 = a.astype(np.float32), x.astype(np.float32)
+        want32 = ig._regularized(_t(a32), _t(x32), upper).numpy().astype(np.float32)
+        got32 = fn(tgrad.tensor(a32), tgrad.tensor(x32)).numpy()
+        np.testing.assert_array_equal(got32, want32)
+
+
+def test_cpu_forward_layouts_and_empty():
+    # broadcast (stride-0) and transposed operands, a 0-d one, empty tensors
+    a = np.abs(np.random.default_rng(4).standard_normal((7, 5))) + 0.1
+    x = np.array([0.05, 0.7, 1.3, 4.0, 30.0])
+    got = tgrad.special.gammaincc(_t(a).T, _t(x)[:, None]).numpy()
+    want = tgrad.special.gammaincc(_t(np.ascontiguousarray(a.T)),
+                                   _t(np.repeat(x[:, None], 7, 1))).numpy()
+    _bits_equal(got, want)
+    assert tgrad.special.gammainc(_t(2.0), _t(x)).shape == (5,)
+    assert tgrad.special.gammainc(_t(np.zeros((0, 3))), _t(1.0)).shape == (0, 3)
+    e = _t(np.zeros((2, 0)), requires_grad=True)
+    y = tgrad.special.gammaincc(_t(1.0), e)
+    y.sum().backward()
+    assert y.shape == (2, 0) and e.grad.shape == (2, 0)
