@@ -938,6 +938,22 @@ def test_cpu_numpy_forwards_are_the_composites_values(monkeypatch, dt):
         assert np.array_equal(np.signbit(a[num]), np.signbit(b[num]))
 
 
+@pytest.mark.parametrize("lo, hi", [(0.05, 4.5), (3.0, 9.0), (1.3, 2.7), (-4.0, 0.2)])
+def test_cpu_numpy_forwards_narrow_ranges_are_the_composites_bits(monkeypatch, lo, hi):
+    # a block whose elements all leave the recurrences early (lgamma's downward one, psi's
+    # upward one stop once no element moves) or all take psi's series about 2: the same
+    # bits as the composites, which run every step for every element
+    from tgrad.ops import special
+    x = np.concatenate([RNG.uniform(lo, hi, 4097), [lo, hi]])
+    cases = [tgrad.lgamma, tgrad.digamma, lambda t: tgrad.polygamma(1, t),
+             lambda t: tgrad.polygamma(3, t)]
+    fast = [fn(tgrad.tensor(x, dtype=F64)).numpy() for fn in cases]
+    monkeypatch.setattr(special, "_on_numpy", lambda t: False)
+    for fn, a in zip(cases, fast):
+        b = fn(tgrad.tensor(x, dtype=F64)).numpy()
+        np.testing.assert_array_equal(a.view(np.int64), b.view(np.int64))
+
+
 def test_cpu_numpy_forwards_keep_the_layout_and_gradients():
     # the result has the input's memory layout (as a ufunc's: a transposed input gives a
     # transposed result), also for a strided view; the backward formulas call the forwards

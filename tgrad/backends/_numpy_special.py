@@ -443,6 +443,8 @@ def _lgamma_pos(x: np.ndarray) -> np.ndarray:
         factor = np.empty_like(xs)
         for _ in range(LGAMMA_RECURRENCE_STEPS):  # 2.5 <= y < 8 down to [1.5, 2.5)
             down = y >= LGAMMA_RECURRENCE_DOWN_FROM
+            if not down.any():  # (y stays; prod *= 1.0: the remaining steps change nothing)
+                break
             y = y - down
             np.subtract(y, 1.0, out=factor)
             factor *= down
@@ -514,6 +516,16 @@ def _polygamma_pos(n: int, x: np.ndarray) -> np.ndarray:
     (only on the elements below), then the asymptotic series; digamma on [1.25, 2.75) by
     the series of psi(2 + z); for n >= 1 past special.polygamma_scaled_from(n) every term
     scaled by b^(n+1), b = 2^min(floor(log2 x), 1023) (a block with no such x: b = 1, skipped)."""
+    if n == 0:  # near psi's root: the series about 2 only (the recurrence: the others only)
+        is_near = (x >= 1.25) & (x < 2.75)
+        near = np.flatnonzero(is_near)
+        if near.size:
+            out = np.empty_like(x)
+            out[near] = _horner(_PSI2, x.take(near) - 2.0)
+            far = np.flatnonzero(~is_near)
+            if far.size:
+                out[far] = _polygamma_pos(0, x.take(far))
+            return out
     top = 10.0 + n
     acc, z = x * 0.0, np.where(x > 0.0, x, 1.0)
     b = e = None
@@ -530,6 +542,8 @@ def _polygamma_pos(n: int, x: np.ndarray) -> np.ndarray:
         br = None if b is None else b.take(rec)
         for _ in range(int(top)):  # acc += 1 / z or (z / b)^-(n+1), z += 1 while z < top
             up = zr < top
+            if not up.any():  # (z only grows) the remaining steps add +0.0 and 0: no change
+                break
             if n == 0:
                 np.divide(1.0, zr, out=step)
             elif br is None:
@@ -547,11 +561,7 @@ def _polygamma_pos(n: int, x: np.ndarray) -> np.ndarray:
         acc[rec] = ar
     r = 1.0 / z
     if n == 0:  # psi(x) = log x - 1/(2x) - sum_k B_2k / (2k x^2k)
-        out = np.log(z) - 0.5 * r - r * r * _horner(_PSI, r * r) - acc
-        near = np.flatnonzero((x >= 1.25) & (x < 2.75))
-        if near.size:
-            out[near] = _horner(_PSI2, x.take(near) - 2.0)
-        return out
+        return np.log(z) - 0.5 * r - r * r * _horner(_PSI, r * r) - acc  # (no x near 2)
     coefs, mantissa, exponent = polygamma_zeta_terms(n)
     series = 0.5 + r * _horner(coefs, r * r)
     if b is None:  # b = 1: z / b = z, b / z = r; (v m) 2^k = v (m 2^k), all normal (n <= 137)
