@@ -431,6 +431,37 @@ def test_matrix_exp_matches_references():
         LA.matrix_exp(_t(np.ones((2, 3))))
 
 
+@pytest.mark.parametrize("dt", ["float32", "float64", "complex64", "complex128"])
+def test_matrix_exp_host_steps_are_the_tgrad_ops_bits(dt, monkeypatch):
+    """The CPU's Horner steps and squarings on the NumPy arrays (``_taylor_host``) give the
+    tgrad-op loop's (cuda's) bits: values (squarings per matrix: 0 to several, NaN / inf
+    matrices, odd sizes, a non-contiguous input) and the backward's (2n, 2n) exp."""
+    from tgrad.linalg import _spectral
+    dtype = getattr(tgrad, dt)
+    scale = np.array([0.01, 0.4, 3.0, 40.0])[:, None, None]
+    a = RNG.standard_normal((4, 5, 5)) * scale
+    if dtype.is_complex:
+        a = a + 1j * RNG.standard_normal((4, 5, 5)) * scale
+    bad = a.copy()
+    bad[1, 2, 3], bad[2, 0, 0] = np.nan, np.inf
+    g = RNG.standard_normal((4, 5, 5))
+
+    def run():
+        out = []
+        for arr in (a, bad, a.transpose(0, 2, 1)):  # (the last one non-contiguous)
+            x = tgrad.tensor(np.ascontiguousarray(arr)).to(dtype)
+            x = x.mT.contiguous().mT if arr is a else x
+            out.append(LA.matrix_exp(x).numpy())
+        x = tgrad.tensor(a).to(dtype).requires_grad_(True)
+        (gx,) = tgrad.autograd.grad(LA.matrix_exp(x), x, tgrad.tensor(g).to(dtype))
+        return out + [gx.numpy()]
+    host = run()
+    monkeypatch.setattr(_spectral, "host_loop", lambda *ts: False)
+    for h, o in zip(host, run()):
+        assert h.dtype == o.dtype and h.tobytes() == o.tobytes()
+    assert np.isnan(host[1][1]).all() and np.isfinite(host[1][0]).all()
+
+
 @pytest.mark.parametrize("dt", ["float16", "bfloat16"])
 def test_matrix_exp_of_halves_computes_in_float32(dt):
     """PyTorch computes matrix_exp for float16 / bfloat16 (tgrad raised): in float32, the

@@ -306,6 +306,34 @@ def test_stack_is_one_node_with_pytorchs_name():
                                       [[5.0, 6.0], [10.0, 12.0]])
 
 
+def test_unbind_stack_many_views_values_layout_and_gradients():
+    """The CPU's stack (each input's new dim by NumPy indexing, written into a C-contiguous
+    result) of non-contiguous unbind views, 0-d and empty pieces; the backward's pieces
+    (views of g made directly when no graph is recorded, select's otherwise: double
+    backward and gradgradcheck)."""
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((5, 7)).astype(np.float32)
+    for d in (0, 1, -1, -2):
+        x = tgrad.tensor(w, requires_grad=True)
+        y = tgrad.stack(tgrad.unbind(x, 1), d)  # columns: stride-7 views
+        assert y.is_contiguous() and y.grad_fn.name() == "StackBackward0"
+        np.testing.assert_array_equal(y.detach().numpy(), np.stack(list(w.T), d))
+        g = rng.standard_normal(y.shape).astype(np.float32)
+        y.backward(tgrad.tensor(g))
+        np.testing.assert_array_equal(x.grad.numpy(), np.moveaxis(g, d, 0).T)
+    pts = tgrad.unbind(tgrad.tensor(w[0]), 0)  # 0-d pieces
+    np.testing.assert_array_equal(tgrad.stack(pts, 0).numpy(), w[0])
+    assert tgrad.stack([tgrad.zeros(0, 3)] * 4, 1).shape == (0, 4, 3)
+    x = _t(rng.standard_normal((3, 4)), requires_grad=True)
+    y = tgrad.stack(tgrad.unbind(x * x, 1), 0)
+    (gx,) = tgrad.autograd.grad(y.sum(), x, create_graph=True)
+    assert gx.grad_fn is not None
+    (ggx,) = tgrad.autograd.grad(gx.sum(), x)
+    np.testing.assert_allclose(_np(ggx), np.full((3, 4), 2.0), rtol=1e-15)
+    assert gradcheck(lambda p: tgrad.stack(tgrad.unbind(p, 1)[::-1], 0), (x,))
+    assert gradgradcheck(lambda p: tgrad.stack(tgrad.unbind(p * p, 0), 1), (x,))
+
+
 def test_cat_stack_errors():
     # PyTorch's types: cat's empty list is a ValueError, the stacking ops' a RuntimeError
     with pytest.raises(ValueError, match=r"^cat\(\): expected a non-empty list of Tensors"):

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from tgrad import dtypes, return_types
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
@@ -27,9 +29,9 @@ from tgrad.autograd.grad_mode import no_grad
 from tgrad.linalg._jacobi import eigh, svd, svdvals
 from tgrad.linalg._lu import inv, inv_ex, solve
 from tgrad.linalg._qr import check_linalg_dtype, qr
-from tgrad.linalg._triangular import _torch_dtype_name, solve_triangular
+from tgrad.linalg._triangular import _torch_dtype_name, host_loop, solve_triangular
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import broadcast_or_raise, int_tuple, require_tensor
+from tgrad.ops._common import broadcast_or_raise, int_tuple, require_tensor, wrap
 from tgrad.ops.creation import eye, ones, zeros
 from tgrad.ops.shape import cat
 from tgrad.tensor import Tensor, _wrap_dim
@@ -316,6 +318,8 @@ def _taylor_exp(A: Tensor) -> Tensor:
         steps = ew.where(ew.isfinite(steps), steps, 0.0)
         most = int(steps.amax().item()) if steps.numel() else 0
     scaled = A / ew.pow(2.0, steps).unsqueeze(-1).unsqueeze(-1)
+    if host_loop(scaled):  # CPU: the same steps on the NumPy arrays (the same bits)
+        return wrap(_taylor_host(scaled.detach().numpy(), steps.numpy(), most), A.device)
     identity = eye(n, dtype=A.dtype, device=A.device)
     X = identity + scaled / _TAYLOR_DEGREE
     for k in range(_TAYLOR_DEGREE - 1, 0, -1):  # Horner: I + M/k (I + M/(k+1) (...))
@@ -323,6 +327,22 @@ def _taylor_exp(A: Tensor) -> Tensor:
     for i in range(most):
         squared = X @ X
         X = ew.where((steps > i).unsqueeze(-1).unsqueeze(-1), squared, X)
+    return X
+
+
+def _taylor_host(s: np.ndarray, steps: np.ndarray, most: int) -> np.ndarray:
+    """``_taylor_exp``'s Horner steps and squarings on NumPy arrays: s (..., n, n) the
+    scaled matrices, steps (...,) their numbers of squarings, ``most`` the largest. The
+    same operations as the tgrad ops (np.matmul, a division by the number k in s's dtype,
+    the identity added), without one autograd dispatch per op; returns a new array."""
+    identity = np.eye(s.shape[-1], dtype=s.dtype)
+    k_as = s.dtype.type  # (a Python number operand: the tensor's scalar type)
+    with np.errstate(all="ignore"):  # (NaN / inf propagate silently, as the tgrad ops)
+        X = identity + s / k_as(_TAYLOR_DEGREE)
+        for k in range(_TAYLOR_DEGREE - 1, 0, -1):  # Horner: I + M/k (I + M/(k+1) (...))
+            X = identity + np.matmul(s, X) / k_as(k)
+        for i in range(most):
+            X = np.where((steps > i)[..., None, None], np.matmul(X, X), X)
     return X
 
 

@@ -16,6 +16,7 @@ from tgrad._autocast import autocast_policy
 from tgrad.autograd import profiler_hooks
 from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import STATE
+from tgrad.backends import numpy as np_backend
 from tgrad.ops._common import (
     backend_of,
     bound_apply,
@@ -609,13 +610,20 @@ class Stack(Function):
     def forward(ctx, dim, *xs):
         ctx.dim = dim
         be = backend_of(xs[0])
+        if be is np_backend:  # (the same copy, without a PyTorch-strided view per input)
+            return wrap(np_backend._stack([x._data for x in xs], dim), xs[0].device)
         shape = xs[0].shape[:dim] + (1,) + xs[0].shape[dim:]  # a size-1 dim: always a view
         return wrap(be.cat([be.reshape_view(x._data, shape) for x in xs], dim), xs[0].device)
 
     @staticmethod
     def backward(ctx, g):
+        needs = ctx.needs_input_grad[1:]
+        if not STATE.enabled:  # no graph to record: the views g[..., i, ...] made directly
+            be, lead = backend_of(g), (slice(None),) * ctx.dim
+            return (None, *[make_view(g, be.basic_index(g._data, lead + (i,))) if need
+                            else None for i, need in enumerate(needs)])
         return (None, *[g.select(ctx.dim, i) if need else None
-                        for i, need in enumerate(ctx.needs_input_grad[1:])])
+                        for i, need in enumerate(needs)])
 
 
 def _promoted(xs: list, dt=None) -> list:
@@ -705,14 +713,20 @@ def stack(tensors, dim: int = 0, *, axis: int | None = None) -> Tensor:
     if axis is not None:
         dim = _dim_alias("stack", dim, axis)
     xs = _tensor_list("stack", tensors)
+    shape0, dt0, dev0 = xs[0].shape, xs[0]._dtype, xs[0]._device
+    uniform = True  # one dtype and one device object: nothing to check or promote
     for i, x in enumerate(xs):
-        if x.shape != xs[0].shape:
+        if x.shape != shape0:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
-                               f"{list(xs[0].shape)} at entry 0 and {list(x.shape)} at entry "
+                               f"{list(shape0)} at entry 0 and {list(x.shape)} at entry "
                                f"{i}")
-    same_device("stack", *xs)
+        if x._dtype is not dt0 or x._device is not dev0:
+            uniform = False
+    if not uniform:
+        same_device("stack", *xs)
+        xs = _promoted(xs)
     d = _wrap_dim(dim, xs[0].ndim + 1, "stack")
-    return Stack.apply(d, *_promoted(xs))
+    return Stack.apply(d, *xs)
 
 
 @tensor_method("narrow")
@@ -891,8 +905,12 @@ def _pieces(cls, x: Tensor, dim: int, keys: tuple) -> tuple:
     out = out if isinstance(out, tuple) else (out,)
     if STATE.enabled and (x._base is None or x._view_chain is not None):
         chain = x._view_chain or ()
+        replay = kind = None
         for piece, key in zip(out, keys):
-            piece._view_chain = chain + ((bound_apply(_basic_cls(key)), (key,)),)
+            if type(key[dim]) is not kind:  # (one class per key kind)
+                kind = type(key[dim])
+                replay = bound_apply(_basic_cls(key))
+            piece._view_chain = chain + ((replay, (key,)),)
             piece._multi_output_view = True
     return out
 
