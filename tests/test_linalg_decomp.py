@@ -380,6 +380,53 @@ def test_lstsq_drivers_match_numpy():
     assert batched.solution.shape == (2, 3, 3, 1)
 
 
+@pytest.mark.parametrize("shape", [(6, 6), (3, 7, 4), (3, 4, 7)])
+@pytest.mark.parametrize("dt", ["float32", "float64", "complex128"])
+def test_lstsq_gelsy_full_rank_without_svd(shape, dt):
+    """The CPU's default driver proves a full rank from inv / QR (no SVD: _host_lapack.
+    full_rank_pinv); the matrices it cannot (rank-deficient, ill-conditioned, here one per
+    batch) take the SVD path, bit for bit. Values against float64 / complex128 pinv,
+    ranks against the SVD's, on square, tall and wide, non-contiguous inputs."""
+    from tgrad.linalg import _host_lapack
+    dtype = getattr(tgrad, dt)
+    a = RNG.standard_normal(shape)
+    if dtype.is_complex:
+        a = a + 1j * RNG.standard_normal(shape)
+    if a.ndim == 3:  # matrix 1 of rank 2
+        a[1] = a[1][:, :2] @ RNG.standard_normal((2, shape[-1]))
+    b = RNG.standard_normal(shape[:-1] + (2,))
+    ta = tgrad.tensor(np.ascontiguousarray(a.swapaxes(-1, -2))).to(dtype).mT  # strided
+    tb = tgrad.tensor(b).to(dtype)
+    proven = _host_lapack.full_rank_pinv(ta.numpy(), max(shape[-2:]) * float(
+        tgrad.finfo(dtype).eps))
+    assert proven is not None
+    np.testing.assert_array_equal(proven[1], [True, False, True] if a.ndim == 3 else True)
+    out = LA.lstsq(ta, tb)
+    assert out.residuals.shape == (0,) and out.singular_values.shape == (0,)
+    want = np.linalg.pinv(ta.numpy().astype(np.complex128), rcond=max(shape[-2:]) * float(
+        tgrad.finfo(dtype).eps)) @ tb.numpy()
+    tol = 2e-4 if dt == "float32" else 1e-10
+    np.testing.assert_allclose(out.solution.numpy(), want, rtol=tol, atol=tol)
+    want_rank = np.linalg.matrix_rank(a, rtol=max(shape[-2:]) * float(tgrad.finfo(dtype).eps))
+    np.testing.assert_array_equal(out.rank.numpy(), want_rank)
+    if a.ndim == 3:
+        svd_path = LA.lstsq(ta[1:2], tb[1:2], driver="gelss").solution  # (gelss: the SVD)
+        assert svd_path.numpy().tobytes() == out.solution[1:2].numpy().tobytes()
+    old = _host_lapack.LAPACK_ON_CPU
+    try:
+        _host_lapack.LAPACK_ON_CPU = False  # (the SVD path for every matrix)
+        ref = LA.lstsq(ta, tb)
+    finally:
+        _host_lapack.LAPACK_ON_CPU = old
+    np.testing.assert_array_equal(ref.rank.numpy(), out.rank.numpy())
+    np.testing.assert_allclose(out.solution.numpy(), ref.solution.numpy(), rtol=tol, atol=tol)
+    if dt != "float32":
+        x = tgrad.tensor(a[:1] if a.ndim == 3 else a).to(dtype).requires_grad_(True)
+        y = tgrad.tensor(b[:1] if b.ndim == 3 else b).to(dtype).requires_grad_(True)
+        assert gradcheck(lambda p, q: LA.lstsq(p, q).solution, (x, y))
+        assert gradgradcheck(lambda p, q: LA.lstsq(p, q).solution, (x, y))
+
+
 def test_lstsq_gradcheck_and_errors():
     a, b = _leaf((4, 2)), _leaf((4, 2))
     for drv in ("gels", "gelsd"):

@@ -17,6 +17,14 @@ operations; PyTorch calls the same routines on the CPU):
     cholesky              potrf (float32 in float32, as PyTorch), for n >= 8: below that
                           the loop's few steps over a wide batch are faster than
                           np.linalg's per-matrix calls (4096 4 x 4 matrices: 0.5 vs 1.1 ms)
+    lstsq 'gelsy'         (the CPU default, rcond left at its default) the pseudo-inverse
+                          of full-rank matrices as inv(A) (square: getrf + getri) or
+                          R^{-1} Q^H (tall; wide: Q R^{-H} of A^H = Q R; geqrf + getri of
+                          R), where ||A||_F ||A^{-1}||_F (an upper bound of S_max / S_min)
+                          proves every singular value above twice lstsq's threshold, so
+                          the rank is min(m, n) without an SVD; otherwise the SVD path.
+                          Float32 results agree with the SVD path's to a few ulps times
+                          the condition number (both are backward stable).
 The triangular solves stay on their loop (``_substitute_host``): np.linalg has no trsm, and
 getrs of the triangle through np.linalg.solve was no faster at n = 32 and slower for wide
 batches and right-hand sides.
@@ -121,3 +129,32 @@ def det_cofactors(a: np.ndarray) -> np.ndarray | None:
         return None
     with np.errstate(over="ignore"):  # (a cofactor beyond float32's range: inf)
         return cof.astype(a.dtype)
+
+
+def full_rank_pinv(a: np.ndarray, rtol: float) -> tuple | None:
+    """(P, ok): P (..., n, m) the pseudo-inverses of a (..., m, n) from inv / QR (module
+    docstring) where ``ok`` (a's batch shape) says that the matrix provably has full rank at
+    the relative threshold ``rtol``: S_min > 2 rtol S_max, by ||F||_F ||F^{-1}||_F <= 1 /
+    (2 rtol) with F = a, or the R of its QR (a's singular values). P's other matrices are
+    to be replaced (rank deficiency or a condition number near 1 / rtol: the SVD's). None
+    where no matrix is proven, inv / QR fail (a singular matrix), or ``_usable`` says no.
+    rtol > 0."""
+    m, n = a.shape[-2], a.shape[-1]
+    if not rtol > 0 or not _usable(a):
+        return None
+    try:
+        if m == n:
+            f = a
+            p = f_inv = np.linalg.inv(a)
+        else:  # tall: a = Q R, pinv = R^{-1} Q^H; wide: a^H = Q R, pinv = Q R^{-H}
+            q, f = np.linalg.qr(a if m > n else a.conj().swapaxes(-1, -2))
+            f_inv = np.linalg.inv(f)  # (R upper triangular: getrf does not pivot)
+            p = (f_inv @ q.conj().swapaxes(-1, -2) if m > n
+                 else q @ f_inv.conj().swapaxes(-1, -2))
+    except np.linalg.LinAlgError:
+        return None
+    # ||F||_F ||F^{-1}||_F >= S_max / S_min, in double precision (no overflow)
+    cond = (np.linalg.norm(_wide(f), axis=(-2, -1))
+            * np.linalg.norm(_wide(f_inv), axis=(-2, -1)))
+    ok = (cond * (2 * rtol) <= 1) & np.isfinite(p).all((-2, -1))
+    return (p, ok) if bool(ok.any()) else None

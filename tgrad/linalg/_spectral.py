@@ -26,6 +26,7 @@ from tgrad import dtypes, return_types
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import no_grad
+from tgrad.linalg import _host_lapack
 from tgrad.linalg._jacobi import eigh, svd, svdvals
 from tgrad.linalg._lu import inv, inv_ex, solve
 from tgrad.linalg._qr import check_linalg_dtype, qr
@@ -89,8 +90,10 @@ class LinalgPinv(Function):
     node_name = "LinalgPinvBackward0"
 
     @staticmethod
-    def forward(ctx, A, atol, rtol, hermitian):
-        P = _pinv_value(A, atol, rtol, hermitian)
+    def forward(ctx, A, atol, rtol, hermitian, value=None):
+        # value: the pinv already computed on the host (lstsq's full-rank path), a NumPy
+        # array; the backward reads A and P only, so it is the same node
+        P = _pinv_value(A, atol, rtol, hermitian) if value is None else wrap(value, A.device)
         ctx.save_for_backward(A, P)
         return P
 
@@ -107,7 +110,7 @@ class LinalgPinv(Function):
             K = P @ gh
             PhK = Ph @ K
             gA = -(K @ P).mH + (gh - A @ K) @ P @ Ph + PhK - PhK @ P @ A
-        return gA, None, None, None
+        return (gA,) + (None,) * (len(ctx.needs_input_grad) - 1)
 
 
 def pinv(A: Tensor, rcond=None, hermitian: bool = False, *, atol=None,
@@ -242,11 +245,19 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
         S = empty
     else:  # the minimum-norm solution pinv(A) B (pinv's backward: no 1/(S_i - S_j) terms)
         r = max(m, n) * dtypes.finfo(A.dtype).eps if rcond is None or rcond < 0 else rcond
-        X = pinv(A, rtol=r) @ B
-        with no_grad():
-            S = svdvals(A)
-            keep = S > S.amax(-1, keepdim=True) * r if S.shape[-1] else S > 0
-            rank = keep.sum(-1)
+        quick = None
+        if driver == "gelsy" and rcond is None and host_loop(A):  # no S to return: a
+            # full rank proven without an SVD (_host_lapack.full_rank_pinv)
+            quick = _host_lapack.full_rank_pinv(A.detach().numpy(), r)
+        if quick is not None:
+            P, rank = _pinv_and_rank(A.detach(), r, *quick)
+            X = LinalgPinv.apply(A, None, r, False, P) @ B
+        else:
+            X = pinv(A, rtol=r) @ B
+            with no_grad():
+                S = svdvals(A)
+                keep = S > S.amax(-1, keepdim=True) * r if S.shape[-1] else S > 0
+                rank = keep.sum(-1)
         full_rank = bool((rank == min(m, n)).all())
         if driver == "gelsy":
             S = empty
@@ -257,6 +268,22 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     if vector:
         X = X.squeeze(-1)
     return LstsqResult(X, residuals, rank, S)
+
+
+def _pinv_and_rank(A: Tensor, r: float, p, ok) -> tuple:
+    """(P, rank), NumPy arrays, of lstsq's gelsy path on the CPU: p, ok from
+    ``_host_lapack.full_rank_pinv`` (a proven full rank: min(m, n)); the other matrices'
+    pinv(A, rtol=r) and rank from their SVD, as the SVD path computes them."""
+    m, n = A.shape[-2], A.shape[-1]
+    rank = np.full(ok.shape, min(m, n), dtype=np.int64)
+    if not ok.all():
+        with no_grad():
+            rest = wrap(A.numpy()[~ok], A.device)
+            p = p.copy()
+            p[~ok] = pinv(rest, rtol=r).numpy()
+            S = svdvals(rest)
+            rank[~ok] = (S > S.amax(-1, keepdim=True) * r).sum(-1).numpy()
+    return p, wrap(rank, A.device)
 
 
 # ------------------------------------------------------------------------------ matrix_exp
