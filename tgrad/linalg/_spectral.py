@@ -10,7 +10,9 @@ and ``matrix_exp``, ``tensorinv``, ``tensorsolve``, ``vander``.
     matrix_rank  the number of S_i above that same threshold.
     lstsq        'gels' (A of full rank, QR: X = R^{-1} Q^H B, or Q R^{-H} B for m < n, the
                  minimum-norm solution) and the rank-revealing 'gelsy' / 'gelsd' / 'gelss'
-                 (SVD: X = pinv(A, rtol=rcond) B).
+                 (SVD: X = pinv(A, rtol=rcond) B; on the CPU, gelsy with the default rcond
+                 takes pinv = inv(A) / R^{-1} Q^H for the matrices proven of full rank,
+                 _host_lapack.full_rank_pinv).
     matrix_exp   scaling and squaring: exp(A) = T(A / 2^s)^(2^s), T the degree-18 Taylor
                  polynomial (Horner), s per matrix such that ||A / 2^s||_1 <= 1/2 (the
                  remainder is below 1e-20 relative).
