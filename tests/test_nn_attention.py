@@ -509,3 +509,28 @@ print(json.dumps(out))
 """)
     for got, want in zip(res["cuda"], res["cpu"]):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_causal_sdpa_skips_the_empty_row_wheres_with_the_same_bits():
+    """is_causal on the CPU: no row is all -inf (row i keeps columns 0..i) unless the scores
+    held -inf / NaN already, so the plain softmax runs; values and gradients are the bits of
+    the same mask given as a bool attn_mask (safe_softmax's wheres). L < S, L > S, and -inf
+    keys (the safe path again)."""
+    rng = np.random.default_rng(7)
+    for shape_q, shape_k, inf in (((2, 3, 7, 5), (2, 3, 9, 5), False),
+                                  ((2, 3, 9, 5), (2, 3, 7, 5), False),
+                                  ((1, 2, 6, 4), (1, 2, 6, 4), True)):
+        kv = rng.standard_normal(shape_k)
+        if inf:
+            kv[..., 1, :] = -np.inf
+        arrays = (rng.standard_normal(shape_q), kv, rng.standard_normal(shape_k))
+        g = tgrad.tensor(rng.standard_normal(shape_q[:-1] + (shape_k[-1],)).astype(np.float32))
+        mask = tgrad.ones(shape_q[-2], shape_k[-2], dtype=tgrad.bool).tril()
+        got = []
+        for kw in ({"is_causal": True}, {"attn_mask": mask}):
+            q, k, v = (tgrad.tensor(a.astype(np.float32), requires_grad=True) for a in arrays)
+            y = F.scaled_dot_product_attention(q, k, v, **kw)
+            y.backward(g)
+            got.append([y.detach().numpy(), q.grad.numpy(), k.grad.numpy(), v.grad.numpy()])
+        for a, b in zip(*got):
+            assert a.tobytes() == b.tobytes()

@@ -102,7 +102,12 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     s = (1.0 / math.sqrt(e) if e else 1.0) if scale is None else float(scale)
     scores = (q * s) @ k.transpose(-2, -1)  # (*, L, S)
     l_len, s_len = scores.shape[-2], scores.shape[-1]
+    no_empty_row = False  # (known without a scan: safe_softmax's wheres are identities)
     if is_causal:
+        # row i keeps columns 0..i, so no row is all -inf unless scores held -inf / NaN
+        # already: on the CPU (a host read is no sync) one look at them tells
+        no_empty_row = (scores.device.type == "cpu" and s_len > 0 and scores.numel() > 0
+                        and scores.detach().amin().item() > _NEG_INF)
         allowed = ones(l_len, s_len, dtype=dtypes.bool_, device=q.device).tril()
         scores = scores.masked_fill(allowed.logical_not(), _NEG_INF)
     elif attn_mask is not None:
@@ -119,7 +124,11 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
             raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
                                f"dtype, but got attn_mask.dtype: {attn_mask.dtype.name} and "
                                f"query.dtype: {query.dtype.name} instead.")
-    weights = safe_softmax(scores)
+    if no_empty_row:
+        from tgrad.nn.functional import softmax
+        weights = softmax(scores, -1)
+    else:
+        weights = safe_softmax(scores)
     if dropout_p > 0.0:
         if dropout_p > 1.0:  # (PyTorch's kernel: a RuntimeError; a p <= 0 drops nothing)
             raise RuntimeError(f"dropout probability has to be between 0 and 1, but got "
