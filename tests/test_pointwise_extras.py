@@ -69,6 +69,37 @@ def test_ldexp_integer_exponent_is_exact_where_two_to_the_exponent_is_not_finite
     assert leaf.grad.tolist() == [0.125, math.inf]
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_ldexp_integer_exponent_cpu_path_matches_the_composite(dtype):
+    # the CPU path (np.ldexp on the arrays) gives the three-product composite's bits
+    from tgrad.ops.pointwise_extras import _ldexp_int
+    x = (RNG.standard_normal(3001) * np.exp2(RNG.integers(-140, 130, 3001))).astype(dtype)
+    x[:6] = [0.0, -0.0, np.inf, -np.inf, np.nan, np.finfo(dtype).tiny]
+    e = RNG.integers(-3000, 3000, 3001)
+    e[100:2000] = RNG.integers(-300, 300, 1900)
+    for xt, et in ((x, e), (x[:3000].reshape(3, 1000, 1)[:, ::2],
+                            e[:3000].reshape(1000, 3)[::2].T[..., None]),
+                   (x[:0], e[:0])):  # non-contiguous, empty
+        got = tgrad.ldexp(tgrad.tensor(xt), tgrad.tensor(et))
+        want = _ldexp_int(tgrad.tensor(xt), tgrad.tensor(et))
+        assert got.dtype is want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_ldexp_integer_exponent_cpu_path_gradients():
+    e = tgrad.tensor(RNG.integers(-4, 4, (2, 3)))
+    assert gradcheck(lambda t: tgrad.ldexp(t, e), (_leaf(2, 3),))
+    assert gradgradcheck(lambda t: tgrad.ldexp(t, e), (_leaf(2, 3),))
+    assert gradcheck(lambda t: tgrad.ldexp(t, e), (_leaf(3),))  # x broadcast against e
+    assert gradgradcheck(lambda t: tgrad.ldexp(t, e), (_leaf(1, 3),))
+    fa = tgrad.autograd.forward_ad
+    with fa.dual_level():
+        x = RNG.standard_normal((2, 3))
+        d = fa.make_dual(tgrad.tensor(x), tgrad.ones(2, 3, dtype=tgrad.float64))
+        t = fa.unpack_dual(tgrad.ldexp(d, e)).tangent
+        np.testing.assert_array_equal(t.numpy(), np.ldexp(np.ones((2, 3)), e.numpy()))
+
+
 def test_heaviside_follows_numpy():
     x = np.array([-1.0, -0.0, 0.0, 2.0, np.inf, -np.inf, np.nan])
     values = np.array([0.5])

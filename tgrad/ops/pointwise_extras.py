@@ -88,7 +88,12 @@ def ldexp(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
         dt = dtypes.get_default_dtype()
     if (isinstance(other, Tensor) and not dt.is_complex and not other.dtype.is_floating_point
             and not other.dtype.is_complex):
-        return _ldexp_int(input.to(dt), other)
+        x = input.to(dt)
+        if (x.device.type == "cpu" and other.device.type == "cpu"
+                and dt in (dtypes.float32, dtypes.float64)
+                and other.dtype is not dtypes.bool_):
+            return _LdexpIntCpu.apply(x, other)
+        return _ldexp_int(x, other)
     x, e = input.to(dt), other.to(dt)
     if dt.is_complex or not (x.requires_grad or e.requires_grad):
         return x * ew.pow(2.0, e)
@@ -114,6 +119,38 @@ class _Ldexp(Function):
         need_x, need_e = ctx.needs_input_grad
         return (g * ew.pow(2.0, e) if need_x else None,
                 g * x * ew.pow(2.0, e) * math.log(2.0) if need_e else None)
+
+
+class _LdexpIntCpu(Function):
+    """y = x 2^e on the CPU for a float32 / float64 x and an integer exponent tensor e, as
+    NumPy's ldexp (C's ldexpf / ldexp: exact, one rounding where the result is subnormal)
+    on the arrays: bit-identical to ``_ldexp_int``'s three exact float64 products rounded
+    once (float32; float64 but a subnormal float64 result, where ldexp is the correctly
+    rounded one). e is clamped to +-2200 and taken as int32 (past it every nonzero finite
+    float over- or underflows either way). Broadcasts x (any shape) with e (any shape).
+    dx = g 2^e = ldexp(g, e) (sum-reduced to x's shape), itself an ldexp, so the backward
+    is differentiable in g (create_graph, forward-mode AD by the vjp of the vjp)."""
+
+    node_name = "LdexpBackward0"
+
+    @staticmethod
+    def forward(ctx, x, e):
+        ctx.save_for_backward(e)
+        ctx.x_shape = x.shape
+        ee = np.clip(e._data, -2200, 2200).astype(np.int32, copy=False)
+        with np.errstate(all="ignore"):
+            return wrap(np.ldexp(x._data, ee), x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        (e,) = ctx.saved_tensors
+        if not ctx.needs_input_grad[0]:
+            return None, None
+        gx = ldexp(g, e)
+        if tuple(gx.shape) != tuple(ctx.x_shape):  # (x broadcast against e)
+            from tgrad.ops.reduce import sum_to
+            gx = sum_to(gx, tuple(ctx.x_shape))
+        return gx, None
 
 
 def _ldexp_int(x: Tensor, e: Tensor) -> Tensor:
