@@ -338,3 +338,23 @@ def test_no_graph_for_unary_functions():
     h = S.bessel_j0(tgrad.tensor([1.0, 2.0], dtype=tgrad.float16))
     assert h.dtype == tgrad.float16
     assert S.bessel_j0(tgrad.tensor([1, 2])).dtype == tgrad.float32
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(POLYS))
+def test_polynomial_number_degree_cpu_path_matches_the_composite(name, dtype):
+    # a Python number n on a float32 / float64 CPU x runs as NumPy
+    # (tgrad.backends._numpy_orthopoly): the bits of the composite, which a tensor n takes
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.standard_normal(101) * 3, rng.uniform(-1, 1, 100),
+                        [0.0, 1.0, -1.0, 0.5, np.nan, np.inf, -np.inf, -0.0, 1e30]]).astype(dtype)
+    f = getattr(S, name)
+    for xs in (x, x.reshape(15, 14)[:, ::3], x[:0]):  # 1-D, non-contiguous 2-D, empty
+        xt = tgrad.tensor(xs)
+        for n in (-3, -0.5, 0, 1, 2, 3, 5, 5.9, 6, 7, 8, 9, 20, 200, math.nan, math.inf):
+            got = f(xt, n)
+            want = f(xt, tgrad.tensor(float(n), dtype=xt.dtype))
+            assert got.dtype is want.dtype and got.shape == want.shape
+            assert got.grad_fn is None
+            np.testing.assert_array_equal(got.numpy().view(np.uint8),
+                                          want.numpy().view(np.uint8))

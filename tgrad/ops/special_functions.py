@@ -44,7 +44,7 @@ from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import float_input, rounded_to, widen_halves
+from tgrad.ops._common import float_input, rounded_to, widen_halves, wrap
 from tgrad.ops.bessel import i0, i1
 from tgrad.ops.creation import ones_like
 from tgrad.ops.extras import _tensors_in_result_dtype, number_operand_nodes
@@ -511,10 +511,27 @@ def _even(nn: Tensor) -> Tensor:
     return ew.eq(ew.remainder(nn, 2.0), 0.0)
 
 
+def _cpu_degree(x, n) -> int | None:
+    """n as an integer degree when the NumPy forwards (tgrad.backends._numpy_orthopoly) apply:
+    x a dense float32 / float64 CPU tensor and n a Python number; else None."""
+    if (isinstance(x, Tensor) and type(n) in (int, float) and x.device.type == "cpu"
+            and x.dtype in (dtypes.float32, dtypes.float64)
+            and not getattr(x, "_sparse", False)):
+        from tgrad.backends._numpy_orthopoly import scalar_degree
+        return scalar_degree(n, x._data.dtype)
+    return None
+
+
 def _chebyshev(kind: str, shifted: bool, x, n) -> Tensor:
     """T/U/V/W_n(y), y = x (``shifted``: 2x - 1), PyTorch's special values at the ends
     (x = +-1, or x = 1 / 0) and closed forms above its threshold inside (-1, 1)."""
     op = ("shifted_" if shifted else "") + f"chebyshev_polynomial_{kind}"
+    limit = {"t": 6, "u": 8, "v": 8, "w": 8}[kind] if not shifted else \
+        {"t": 6, "u": 6, "v": 6, "w": 4}[kind]
+    nn = _cpu_degree(x, n)
+    if nn is not None and nn <= limit:  # one degree, no closed form: NumPy (same bits)
+        from tgrad.backends._numpy_orthopoly import chebyshev
+        return wrap(chebyshev(kind, shifted, x._data, nn), x.device)
     x, nn, half, _ = _poly_args(op, x, n)
     with no_grad():
         y = x + x - 1.0 if shifted else x
@@ -523,8 +540,6 @@ def _chebyshev(kind: str, shifted: bool, x, n) -> Tensor:
         even = _even(nn)
         odd_sign = ew.where(even, 1.0, -1.0)
         two_n1 = nn + nn + 1.0
-        limit = {"t": 6, "u": 8, "v": 8, "w": 8}[kind] if not shifted else \
-            {"t": 6, "u": 6, "v": 6, "w": 4}[kind]
         inside = ew.logical_and(ew.gt(nn, float(limit)), ew.lt(ew.abs(y), 1.0))
         th = ew.acos(ew.where(inside, y, 0.0))
         if kind == "t":
@@ -604,7 +619,14 @@ def shifted_chebyshev_polynomial_w(input, n) -> Tensor:  # noqa: A002
 def _three_term(op: str, x, n, q0, first: int, step, ends=None, limit: bool = False) -> Tensor:
     """n < 0: 0; n = 0: 1; n = 1: q0(x); else the recurrence from k = ``first``; ``ends``:
     (mask, value) set after; ``limit``: NaN above n = 512 (float64) / 128 (float32) /
-    1024 (halves), PyTorch's Hermite cut-off."""
+    1024 (halves), PyTorch's Hermite cut-off. One number n with a float32 / float64 CPU x:
+    the same operations on the NumPy array (tgrad.backends._numpy_orthopoly; same bits)."""
+    degree = _cpu_degree(x, n)
+    if degree is not None:
+        from tgrad.backends import _numpy_orthopoly as npo
+        cap = {dtypes.float32: 128, dtypes.float64: 512}[x.dtype] if limit else None
+        np_ends = None if ends is None else (lambda v, k: ends(v, k, npo))
+        return wrap(npo.three_term(x._data, degree, q0, first, step, cap, np_ends), x.device)
     x, nn, half, dt = _poly_args(op, x, n)
     with no_grad():
         one = ones_like(x)  # (not x * 0 + 1: NaN at x = +-inf)
@@ -617,7 +639,7 @@ def _three_term(op: str, x, n, q0, first: int, step, ends=None, limit: bool = Fa
         if limit:
             out = ew.where(ew.gt(nn, float(cap)), math.nan, out)
         if ends is not None:
-            mask, value = ends(x, nn)
+            mask, value = ends(x, nn, None)
             out = ew.where(mask, value, out)
         out = ew.where(ew.lt(nn, 0.0), 0.0, out)
         return rounded_to(out, half)
@@ -642,7 +664,7 @@ def laguerre_polynomial_l(input, n) -> Tensor:  # noqa: A002
     x = 0, 0 for n < 0)."""
     return _three_term("laguerre_polynomial_l", input, n, lambda x: 1.0 - x, 1,
                        lambda k, x, q, p: (((k + k) + (1.0 - x)) * q - k * p) / (k + 1.0),
-                       ends=lambda x, nn: (ew.eq(x, 0.0), 1.0))
+                       ends=lambda x, nn, npo: (x == 0.0, 1.0) if npo else (ew.eq(x, 0.0), 1.0))
 
 
 def legendre_polynomial_p(input, n) -> Tensor:  # noqa: A002
@@ -650,6 +672,13 @@ def legendre_polynomial_p(input, n) -> Tensor:  # noqa: A002
     x = +-1, 0 for n < 0)."""
     return _three_term("legendre_polynomial_p", input, n, lambda x: x, 1,
                        lambda k, x, q, p: ((k + k + 1.0) * x * q - k * p) / (k + 1.0),
-                       ends=lambda x, nn: (ew.eq(ew.abs(x), 1.0),
-                                           ew.where(ew.logical_or(ew.gt(x, 0.0), _even(nn)),
-                                                    1.0, -1.0)))
+                       ends=_legendre_ends)
+
+
+def _legendre_ends(x, nn, npo) -> tuple:
+    """P_n(+-1) = (+-1)^n: (mask |x| = 1, value) on tensors (nn a tensor) or, with ``npo``
+    (the NumPy module), on x's array (nn an int)."""
+    if npo is not None:
+        return abs(x) == 1.0, 1.0 if nn % 2 == 0 else npo.np.sign(x)  # (x = +-1 there)
+    return (ew.eq(ew.abs(x), 1.0),
+            ew.where(ew.logical_or(ew.gt(x, 0.0), _even(nn)), 1.0, -1.0))
