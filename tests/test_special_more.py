@@ -358,3 +358,22 @@ def test_polynomial_number_degree_cpu_path_matches_the_composite(name, dtype):
             assert got.grad_fn is None
             np.testing.assert_array_equal(got.numpy().view(np.uint8),
                                           want.numpy().view(np.uint8))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["j0", "j1", "y0", "y1"])
+def test_bessel_jy_cpu_path_matches_the_composite(kind, dtype):
+    # float32 / float64 CPU inputs run as NumPy (tgrad.backends._numpy_bessel_jy), each
+    # branch on its own elements: the composite's bits, NaN / inf / 0 / x < 0 edges included
+    import tgrad.ops.special_functions as sf
+    rng = np.random.default_rng(4)
+    x = np.concatenate([rng.standard_normal(300) * 3, rng.uniform(-30, 30, 300),
+                        rng.uniform(-1e-5, 1e-5, 20), [0.0, -0.0, 5.0, -5.0, np.nan, np.inf,
+                                                       -np.inf, 1e30, -1e30, 1e-40]])
+    x = x.astype(dtype)
+    for xs in (x, np.abs(x) + 0.1, x[:630].reshape(30, 21)[:, ::2], x[:0]):
+        xt = tgrad.tensor(xs)
+        got = getattr(S, "bessel_" + kind)(xt)
+        want = sf._unary("bessel_" + kind, getattr(sf, "_" + kind), xt)  # the composite
+        assert got.dtype is want.dtype and got.shape == want.shape and got.grad_fn is None
+        np.testing.assert_array_equal(got.numpy().view(np.uint8), want.numpy().view(np.uint8))

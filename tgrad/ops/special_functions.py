@@ -183,8 +183,15 @@ def _chbevl(coefs, t: Tensor) -> Tensor:
     return 0.5 * (b0 - b2)
 
 
-def _unary(op: str, fn, input: Tensor) -> Tensor:  # noqa: A002
-    """fn on ``float_input``'s x, without a graph (PyTorch records none for these)."""
+def _unary(op: str, fn, input: Tensor, numpy_kind: str | None = None) -> Tensor:  # noqa: A002
+    """fn on ``float_input``'s x, without a graph (PyTorch records none for these);
+    ``numpy_kind``: on a float32 / float64 CPU x, tgrad.backends._numpy_bessel_jy's
+    ``bessel(numpy_kind, x)`` instead (the same operations per element: the same bits)."""
+    if (numpy_kind is not None and isinstance(input, Tensor) and input.device.type == "cpu"
+            and input.dtype in (dtypes.float32, dtypes.float64)
+            and not getattr(input, "_sparse", False)):
+        from tgrad.backends._numpy_bessel_jy import bessel
+        return wrap(bessel(numpy_kind, input._data), input.device)
     x, half = float_input(op, input)
     with no_grad():
         return rounded_to(fn(x.detach()), half)
@@ -332,22 +339,22 @@ def _airy_ai(x: Tensor) -> Tensor:
 
 def bessel_j0(input: Tensor) -> Tensor:  # noqa: A002
     """The Bessel function of the first kind of order 0, elementwise (NaN at +-inf)."""
-    return _unary("bessel_j0", _j0, input)
+    return _unary("bessel_j0", _j0, input, "j0")
 
 
 def bessel_j1(input: Tensor) -> Tensor:  # noqa: A002
     """The Bessel function of the first kind of order 1 (odd), elementwise."""
-    return _unary("bessel_j1", _j1, input)
+    return _unary("bessel_j1", _j1, input, "j1")
 
 
 def bessel_y0(input: Tensor) -> Tensor:  # noqa: A002
     """The Bessel function of the second kind of order 0: -inf at 0, NaN for x < 0."""
-    return _unary("bessel_y0", _y0, input)
+    return _unary("bessel_y0", _y0, input, "y0")
 
 
 def bessel_y1(input: Tensor) -> Tensor:  # noqa: A002
     """The Bessel function of the second kind of order 1: -inf at 0, NaN for x < 0."""
-    return _unary("bessel_y1", _y1, input)
+    return _unary("bessel_y1", _y1, input, "y1")
 
 
 def modified_bessel_k0(input: Tensor) -> Tensor:  # noqa: A002
