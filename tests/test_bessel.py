@@ -161,3 +161,31 @@ def test_scaled_derivatives_far_out():
         x = _t(xs, requires_grad=True)
         (g,) = tgrad.autograd.grad(fn(x).sum(), x)
         np.testing.assert_allclose(g.numpy(), want, rtol=2e-14)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cpu_numpy_forms_match_the_composites(dtype, monkeypatch):
+    # float32 / float64 CPU inputs run as NumPy (tgrad.backends._numpy_bessel_i), each
+    # branch on its own elements: the composites' values (NaN where they give NaN; the
+    # sign of a NaN is NumPy's loops' choice), signed zeros included
+    import tgrad.ops.bessel as B
+    rng = np.random.default_rng(6)
+    x = np.concatenate([rng.standard_normal(300) * 3, rng.uniform(-60, 60, 300),
+                        [0.0, -0.0, 20.0, -20.0, 19.999, np.nan, np.inf, -np.inf, 1e30,
+                         -1e30, 1e-40, 700.0, -720.0]]).astype(dtype)
+    forms = {"i0": lambda t: B._unscaled(0, t), "i1": lambda t: B._unscaled(1, t),
+             "i0e": lambda t: B._scaled(0, t), "i1e": lambda t: B._scaled(1, t),
+             "i0e'": lambda t: B._scaled_parts(t, False)[0],
+             "i1e (parts)": lambda t: B._scaled_parts(t, True)[1]}
+    for xs in (x, x[:600].reshape(30, 20)[:, ::3], x[:0]):
+        xt = tgrad.tensor(xs)
+        for name, f in forms.items():
+            with np.errstate(all="ignore"):
+                got = f(xt).numpy()
+                with monkeypatch.context() as m:
+                    m.setattr(B, "_on_cpu", lambda t: False)
+                    want = f(xt).numpy()  # the composite
+            assert got.dtype == want.dtype and got.shape == want.shape, name
+            np.testing.assert_array_equal(got, want, err_msg=name)
+            np.testing.assert_array_equal(np.signbit(got[~np.isnan(got)]),
+                                          np.signbit(want[~np.isnan(want)]), err_msg=name)

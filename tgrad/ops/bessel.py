@@ -24,9 +24,10 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from tgrad import dtypes
 from tgrad.autograd.function import Function
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import apply_float_unary, tensor_method
+from tgrad.ops._common import apply_float_unary, tensor_method, wrap
 from tgrad.ops.inplace import inplace_method
 from tgrad.ops.special import _horner
 from tgrad.tensor import Tensor
@@ -69,7 +70,16 @@ def _parts(nu: int, x: Tensor) -> tuple:
     return a, big, series, scaled
 
 
+def _on_cpu(x: Tensor) -> bool:
+    """Whether the NumPy forms (tgrad.backends._numpy_bessel_i: the same operations per
+    element, each branch on its own elements; the same bits) compute x's values."""
+    return x.device.type == "cpu" and x.dtype in (dtypes.float32, dtypes.float64)
+
+
 def _unscaled(nu: int, x: Tensor) -> Tensor:
+    if _on_cpu(x):
+        from tgrad.backends import _numpy_bessel_i
+        return wrap(_numpy_bessel_i.unscaled(nu, x._data), x.device)
     a, big, series, scaled = _parts(nu, x)
     half = ew.exp(ew.where(big, a, 0.0) * 0.5)
     out = ew.where(big, scaled * half * half, series)
@@ -77,6 +87,9 @@ def _unscaled(nu: int, x: Tensor) -> Tensor:
 
 
 def _scaled(nu: int, x: Tensor) -> Tensor:
+    if _on_cpu(x):
+        from tgrad.backends import _numpy_bessel_i
+        return wrap(_numpy_bessel_i.scaled(nu, x._data), x.device)
     a, big, series, scaled = _parts(nu, x)
     out = ew.where(big, scaled, series * ew.exp(-ew.where(big, 0.0, a)))
     return out * ew.sign(x) if nu == 1 else out
@@ -88,6 +101,10 @@ def _scaled_parts(x: Tensor, with_i1e: bool) -> tuple:
     difference (``_ASYMPTOTIC_DIFF``), ~ -(2 pi a)^-1/2 / (2a), where i1e - i0e cancelled
     (relative error ~2a eps: 4e-6 at 1e10 in float64); below 20 the two power series'
     difference (cancellation <= 40 eps)."""
+    if _on_cpu(x):
+        from tgrad.backends import _numpy_bessel_i
+        d0, y = _numpy_bessel_i.scaled_parts(x._data, with_i1e)
+        return wrap(d0, x.device), None if y is None else wrap(y, x.device)
     a = ew.abs(x)
     big = ew.ge(a, _SWITCH)
     ab = ew.where(big, a, _SWITCH)
