@@ -229,6 +229,87 @@ def test_cholesky_solve(upper):
     assert gradgradcheck(f, args)
 
 
+@pytest.mark.parametrize("n", [1, 5, 8, 33])
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_solve_cpu_inverse_path(n, upper):
+    """The CPU node (CholeskySolve: L^{-1} by blocked recursion, in float64 for float32)
+    against NumPy float64 and the substitution loops (LAPACK_ON_CPU off), with broadcast
+    batches, garbage in the unread triangle and the loops' inf/NaN for a zero pivot."""
+    from tgrad.linalg import _host_lapack
+    a = _spd(n, (3,))
+    low = np.linalg.cholesky(a)
+    fac = low.swapaxes(-1, -2) if upper else low
+    junk = fac + (np.tril(RNG.standard_normal((n, n)), -1) if upper else
+                  np.triu(RNG.standard_normal((n, n)), 1))
+    b = RNG.standard_normal((2, 1, n, 3))
+    ref = np.linalg.solve(a, b)
+    out = tgrad.cholesky_solve(_t(b), _t(junk), upper=upper)
+    assert out.shape == (2, 3, n, 3)
+    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-10, atol=1e-12)
+    out32 = tgrad.cholesky_solve(_t(b).float(), _t(junk).float(), upper=upper)
+    ref32 = np.linalg.solve(np.float32(fac).astype(np.float64).swapaxes(-1, -2) @
+                            np.float32(fac).astype(np.float64) if upper else
+                            np.float32(low).astype(np.float64) @
+                            np.float32(low).astype(np.float64).swapaxes(-1, -2),
+                            np.float32(b).astype(np.float64))
+    np.testing.assert_allclose(out32.numpy(), ref32, rtol=1e-5, atol=1e-6)
+    _host_lapack.LAPACK_ON_CPU = False
+    try:
+        loops = tgrad.cholesky_solve(_t(b), _t(junk), upper=upper)
+    finally:
+        _host_lapack.LAPACK_ON_CPU = True
+    np.testing.assert_allclose(out.numpy(), loops.numpy(), rtol=1e-10, atol=1e-12)
+    assert out.requires_grad is False
+    y = _t(b[0, 0], requires_grad=True)
+    assert tgrad.cholesky_solve(y, _t(junk), upper=upper).grad_fn.name() == \
+        "CholeskySolveBackward0"
+    bad = fac.copy()
+    bad[..., 0, 0] = 0  # a zero pivot: the loops' inf / NaN
+    got = tgrad.cholesky_solve(_t(b), _t(bad), upper=upper).numpy()
+    _host_lapack.LAPACK_ON_CPU = False
+    try:
+        want = tgrad.cholesky_solve(_t(b), _t(bad), upper=upper).numpy()
+    finally:
+        _host_lapack.LAPACK_ON_CPU = True
+    np.testing.assert_array_equal(got, want)
+    empty = tgrad.zeros(3, n, 0, dtype=tgrad.float64)
+    assert tgrad.cholesky_solve(empty, _t(fac)).shape == (3, n, 0)
+
+
+def test_cholesky_solve_cpu_inverse_path_grads():
+    """gradcheck / gradgradcheck of the CPU node with broadcasting, complex, and its
+    backward with and without create_graph against the two-solve composition's."""
+    from tgrad.linalg import _host_lapack
+    for upper in (False, True):
+        low = np.linalg.cholesky(_spd(3, (2,)))
+        fac = low.swapaxes(-1, -2) if upper else low
+        tri = (lambda m: m.triu()) if upper else (lambda m: m.tril())
+
+        def f(y, fc, upper=upper, tri=tri):
+            return tgrad.cholesky_solve(y, tri(fc), upper=upper)
+
+        args = (_t(RNG.standard_normal((3, 2)), requires_grad=True),
+                _t(fac, requires_grad=True))
+        assert gradcheck(f, args)
+        assert gradgradcheck(f, args)
+        grads = []
+        for flag in (True, False):
+            _host_lapack.LAPACK_ON_CPU = flag
+            try:
+                y, fc = (_t(a.detach().numpy(), requires_grad=True) for a in args)
+                tgrad.cholesky_solve(y, fc, upper=upper).pow(2).sum().backward()
+                grads.append((y.grad.numpy(), fc.grad.numpy()))
+            finally:
+                _host_lapack.LAPACK_ON_CPU = True
+        for g_new, g_old in zip(*grads):
+            np.testing.assert_allclose(g_new, g_old, rtol=1e-10, atol=1e-12)
+    c = RNG.standard_normal((3, 3)) + 1j * RNG.standard_normal((3, 3))
+    lc = np.linalg.cholesky(c @ c.conj().T + 3 * np.eye(3))
+    args = (_t(RNG.standard_normal((3, 2)) + 1j * RNG.standard_normal((3, 2)),
+               requires_grad=True), _t(lc, requires_grad=True))
+    assert gradcheck(lambda y, fc: tgrad.cholesky_solve(y, fc.tril()), args)
+
+
 def test_cholesky_solve_errors():
     with pytest.raises(RuntimeError, match=r"^Incompatible matrix sizes for cholesky_solve: "
                        r"each A matrix is 2 by 2 but each b matrix is 3 by 1$"):

@@ -29,6 +29,7 @@ import numpy as np
 from tgrad import dtypes, return_types
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function
+from tgrad.autograd.grad_mode import STATE
 from tgrad.linalg import _host_lapack
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import broadcast_or_raise, fresh, require_tensor, wrap
@@ -330,8 +331,124 @@ def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
                            f"{L.shape[-2]} by {L.shape[-1]} but each b matrix is "
                            f"{B.shape[-2]} by {B.shape[-1]}")
     check_same_dtype("cholesky_solve", "b", B, "A", L, ".")  # PyTorch's text: no promotion
+    if host_loop(B, L) and _host_lapack.LAPACK_ON_CPU:
+        batch = broadcast_or_raise("cholesky_solve", B.shape[:-2], L.shape[:-2])
+        if tuple(L.shape[:-2]) != batch:
+            L = L.expand(*batch, *L.shape[-2:])
+        if tuple(B.shape[:-2]) != batch:
+            B = B.expand(*batch, *B.shape[-2:])
+        return CholeskySolve.apply(B, L, bool(upper))
     if upper:
         Y = solve_triangular(L.mH, B, upper=False)
         return solve_triangular(L, Y, upper=True)
     Y = solve_triangular(L, B, upper=False)
     return solve_triangular(L.mH, Y, upper=True)
+
+
+# --------------------------------------------------------------- cholesky_solve on the CPU
+class CholeskySolve(Function):
+    """X = A^{-1} B, A = L L^H (upper: U^H U, L = U^H), B (..., n, k) and the factor
+    (..., n, n) of one batch shape, CPU float32/64 / complex64/128 (``cholesky_solve``;
+    elsewhere it is two SolveTriangular nodes). Reads only the factor's triangle.
+
+    Forward: Linv = L^{-1} by blocked recursion (``_tril_inv``, log2 n batched products in
+    place of n substitution steps), X = Linv^H (Linv B), in float64 / complex128 for the
+    single-precision dtypes (rounded once). Backward (PyTorch's formula, projected on the
+    factor's triangle as the two solves' backwards are):
+        gB = A^{-1} gX,  S = gB X^H + X gB^H,  gL = tril(-S L)  (upper: gU = triu(-U S))
+    with NumPy and the saved Linv, or under create_graph in tgrad ops (differentiable)."""
+
+    node_name = "CholeskySolveBackward0"
+
+    @staticmethod
+    def forward(ctx, B, L, upper):
+        b, f = B.detach().numpy(), L.detach().numpy()
+        low = np.swapaxes(f, -1, -2).conj() if upper else f
+        linv = _tril_inv_host(low)
+        if linv is None:  # not finite / a zero pivot / empty: the substitution loops
+            y = _substitute_host(low, b, False, False)
+            x = _substitute_host(np.swapaxes(low, -1, -2).conj(), y, True, False)
+        else:
+            x = _chol_apply(linv, b).astype(b.dtype)
+        X = wrap(x, B.device)
+        ctx.upper, ctx.linv = upper, linv
+        ctx.save_for_backward(L, X)
+        return X
+
+    @staticmethod
+    def backward(ctx, gX):
+        L, X = ctx.saved_tensors
+        upper = ctx.upper
+        need_b, need_l = ctx.needs_input_grad[:2]
+        if STATE.enabled or ctx.linv is None:  # create_graph: tgrad ops, differentiable
+            gB = cholesky_solve(gX, L, upper)
+            gL = None
+            if need_l:
+                S = matmul(gB, X.mH)
+                S = S + S.mH
+                gL = triu(-matmul(L, S)) if upper else tril(-matmul(S, L))
+            return (gB if need_b else None), gL, None
+        g = gX.detach().numpy()
+        x = X.detach().numpy()
+        gb = _chol_apply(ctx.linv, g).astype(g.dtype)
+        gl = None
+        if need_l:
+            s = np.matmul(gb, np.swapaxes(x, -1, -2).conj())
+            s = s + np.swapaxes(s, -1, -2).conj()
+            f = L.detach().numpy()
+            gl = wrap(np.triu(-np.matmul(np.triu(f), s)) if upper
+                      else np.tril(-np.matmul(s, np.tril(f))), L.device)
+        return (wrap(gb, gX.device) if need_b else None), gl, None
+
+
+def _chol_apply(linv: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Linv^H (Linv b) in linv's (wide) dtype: A^{-1} b for A = L L^H."""
+    y = np.matmul(linv, b.astype(linv.dtype))
+    return np.matmul(np.swapaxes(linv, -1, -2).conj(), y)
+
+
+_WIDE = {np.dtype(np.float32): np.float64, np.dtype(np.complex64): np.complex128}
+
+
+def _diag_blocks(a: np.ndarray, t: int) -> np.ndarray:
+    """The (b, m / t, t, t) view of the t x t diagonal blocks of a (b, m, m), contiguous."""
+    b, m, _ = a.shape
+    st = a.strides[-1]
+    return np.lib.stride_tricks.as_strided(a, (b, m // t, t, t),
+                                           (a.strides[0], (m + 1) * t * st, m * st, st))
+
+
+def _tril_inv_host(low: np.ndarray) -> np.ndarray | None:
+    """L^{-1} (..., n, n) of the lower triangle of low (the other one is not read), in
+    float64 / complex128 for the single-precision dtypes; None where it does not apply:
+    empty, or a non-finite result (a non-finite entry in the triangle, a zero diagonal
+    entry: the caller's substitution loops give their inf/NaN). Blocked recursion on the
+    size padded to a power of 2 m (identity padding): with the inverses of the t/2-blocks
+    on the diagonal known, each t-block's lower-left one is
+        inv[s:, :s] = -inv[s:, s:] (L[s:, :s] inv[:s, :s])     (s = t / 2)
+    one batched product pair over every block per level (log2 m levels)."""
+    n = low.shape[-1]
+    if low.size == 0:
+        return None
+    batch = low.shape[:-2]
+    m = 1 << (n - 1).bit_length()
+    wide = _WIDE.get(low.dtype, low.dtype)
+    p = np.empty((int(np.prod(batch)), m, m), wide)
+    p[:, :n, :n] = low.reshape(-1, n, n)
+    if m > n:  # identity padding (its upper blocks are not read)
+        p[:, n:, :] = 0
+        p.reshape(-1, m * m)[:, (m + 1) * n::m + 1] = 1
+    inv = np.zeros_like(p)
+    with np.errstate(all="ignore"):
+        inv.reshape(-1, m * m)[:, ::m + 1] = 1 / p.reshape(-1, m * m)[:, ::m + 1]
+        s = 1
+        while s < m:
+            t = 2 * s
+            blk, iv = _diag_blocks(p, t), _diag_blocks(inv, t)
+            iv[..., s:, :s] = np.matmul(iv[..., s:, s:],
+                                        np.matmul(blk[..., s:, :s], iv[..., :s, :s]))
+            np.negative(iv[..., s:, :s], out=iv[..., s:, :s])
+            s = t
+        if not np.isfinite(inv).all():
+            return None
+    return inv[:, :n, :n].reshape(*batch, n, n)
