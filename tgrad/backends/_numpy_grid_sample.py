@@ -17,7 +17,8 @@ where a clip is active, -1 where a reflection flips). float16/bfloat16 compute i
 
 Layout (_Taps): the per-dim tap indices, weights and derivatives are kept as (N, P) arrays
 and combined one tap at a time; a tap's values are one row gather of a channels-last copy
-of x with a zero dummy row for the outside taps. The sums run in a fixed order: out and
+of x with a zero dummy row for the outside taps (the forward accumulates channels last,
+(N, P, C), and transposes once). The sums run in a fixed order: out and
 d c_d over the taps in order, sum_c over the channels in order, d x per (channel, pixel) in
 (n, p, t) order (one 1-D np.add.at per channel).
 """
@@ -223,17 +224,19 @@ def grid_sample_fwd(x: np.ndarray, grid: np.ndarray, mode: str, padding: str,
         if taps.nearest:  # the one tap: a gather along x's pixels, no channels-last copy
             out = _nearest_values(x, taps.target(taps.combos[0]), taps.dummy)
         else:
+            # channels last throughout (contiguous products), transposed once at the end
             rows = _rows(x)
             buf = np.empty((n, p, c), x.dtype)
-            out = np.empty((n, c, p), x.dtype)
+            acc = np.empty((n, p, c), x.dtype)
             for t, combo in enumerate(taps.combos):
-                v = _tap_values(rows, taps.target(combo), buf)
-                w = taps.weight(combo)[:, None, :]
+                v = np.take(rows, taps.target(combo), axis=0, out=buf)
+                w = taps.weight(combo)[:, :, None]
                 if t == 0:
-                    np.multiply(v, w, out=out)
+                    np.multiply(v, w, out=acc)
                 else:
-                    out += np.multiply(v, w, out=v)  # (v * w into buf, in place)
-    return out.reshape((n, c) + osp).astype(dt, copy=False)
+                    acc += np.multiply(v, w, out=v)  # (v * w into buf, in place)
+            out = acc.transpose(0, 2, 1)
+    return np.ascontiguousarray(out.reshape((n, c) + osp), dtype=dt)
 
 
 def _scatter_input_grad(gf: np.ndarray, taps: _Taps, x_shape: tuple) -> tuple:
