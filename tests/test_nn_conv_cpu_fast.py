@@ -38,6 +38,8 @@ CASES = [
     ((2, 2, 5, 6, 7), (3, 2, 2, 3, 2), dict(padding=1, stride=(1, 2, 1))),
     ((0, 3, 5, 5), (4, 3, 3, 3), dict(padding=1)),
     ((3, 5, 5), (4, 3, 3, 3), dict(padding=1)),  # unbatched
+    # 'same' rows of an even, dilated kernel: asymmetric row padding (_shifted_columns)
+    ((3, 4, 7, 9), (5, 4, 2, 4), dict(padding="same", dilation=(1, 2))),
 ]
 
 
@@ -108,6 +110,54 @@ def test_conv_fast_path_is_bit_identical_for_any_chunk_of_samples(monkeypatch, c
         fast, slow = _both(monkeypatch, xs, ws, kw, dt, bias=True, special=True,
                            noncontig=True)
         assert fast == slow, (xs, ws, kw, dt)
+
+
+def _strided_columns(x: np.ndarray, kernel: tuple, dilation: tuple, pads: tuple,
+                     out: tuple) -> np.ndarray:
+    """The columns (N, C, kh, kw, *out) of x zero-padded by pads, unit strides, tap by tap."""
+    xp = np.pad(x, ((0, 0), (0, 0)) + tuple(pads))
+    cols = np.empty(x.shape[:2] + tuple(kernel) + tuple(out), x.dtype)
+    for ki, kj in np.ndindex(*kernel):
+        r, c = ki * dilation[0], kj * dilation[1]
+        cols[:, :, ki, kj] = xp[:, :, r:r + out[0], c:c + out[1]]
+    return cols
+
+
+def test_shifted_columns_are_the_strided_copy_bit_for_bit():
+    # unit strides, rows padded to keep their width (any split of pl + pr, dilations, row
+    # padding of any height, kernels taller or wider than x), NaN / -0.0 kept, twice each:
+    # the second call reuses the workspace rows, whose zeros must still be there
+    rng = np.random.default_rng(0)
+    taken = 0
+    for _ in range(300):
+        n, c, h, w = (int(v) for v in rng.integers(0, 4, 4) + (0, 1, 1, 1))
+        kh, kw = int(rng.integers(1, 4)), int(rng.integers(2, 5))
+        dh, dw = (int(v) for v in rng.integers(1, 3, 2))
+        pt, pb = (int(v) for v in rng.integers(0, 4, 2))
+        pl = int(rng.integers(0, dw * (kw - 1) + 1))
+        pads = ((pt, pb), (pl, dw * (kw - 1) - pl))
+        out = (h + pt + pb - dh * (kh - 1), w)
+        if out[0] < 1:
+            continue
+        dt = np.float32 if rng.random() < 0.5 else np.float64
+        x = rng.standard_normal((n, c, h, w)).astype(dt)
+        x[rng.random(x.shape) < 0.2] = np.nan
+        x[rng.random(x.shape) < 0.2] = -0.0
+        want = _strided_columns(x, (kh, kw), (dh, dw), pads, out).tobytes()
+        assert _numpy_conv.shifted_rows_apply(x, (kh, kw), (1, 1), pads, out)
+        taken += 1
+        for _ in range(2):
+            cols = _numpy_conv._columns(x, (kh, kw), (1, 1), (dh, dw), pads, out)
+            assert cols.tobytes() == want, (x.shape, (kh, kw), (dh, dw), pads)
+            _numpy_conv.WORKSPACE.give("cols", cols)
+    assert taken > 100
+    # not taken: strided rows, a row width that changes, a one-tap-wide kernel, a view
+    x = np.zeros((2, 3, 6, 8), np.float32)
+    assert not _numpy_conv.shifted_rows_apply(x, (3, 3), (1, 2), ((1, 1), (1, 1)), (6, 4))
+    assert not _numpy_conv.shifted_rows_apply(x, (3, 3), (1, 1), ((1, 1), (0, 0)), (6, 6))
+    assert not _numpy_conv.shifted_rows_apply(x, (3, 1), (1, 1), ((1, 1), (0, 0)), (6, 8))
+    assert not _numpy_conv.shifted_rows_apply(x[..., ::2], (3, 3), (1, 1), ((1, 1), (1, 1)),
+                                              (6, 4))
 
 
 def test_chunks_cover_the_batch_in_order(monkeypatch):

@@ -72,7 +72,10 @@ def _columns(x: np.ndarray, kernel: tuple, stride: tuple, dilation: tuple, pads:
              out: tuple) -> np.ndarray:
     """The columns (N, C, *kernel, *out) of x padded by pads, a "cols" workspace array:
     entry [n, c, k, o] = padded x[n, c] at (o_i s_i + k_i d_i)_i (numpy.im2col's values).
-    (Called on a chunk x[n0:n1] of the batch.)"""
+    (Called on a chunk x[n0:n1] of the batch.) Unit strides and rows kept whole
+    (``shifted_rows_apply``): ``_shifted_columns``, the same values."""
+    if shifted_rows_apply(x, kernel, stride, pads, out):
+        return _shifted_columns(x, kernel, dilation, pads, out)
     xp, tag = _padded(x, pads)
     n, c = xp.shape[:2]
     st = xp.strides[2:]
@@ -84,6 +87,56 @@ def _columns(x: np.ndarray, kernel: tuple, stride: tuple, dilation: tuple, pads:
     if tag is not None:
         del windows
         WORKSPACE.give(tag, xp)
+    return cols
+
+
+def shifted_rows_apply(x: np.ndarray, kernel: tuple, stride: tuple, pads: tuple,
+                       out: tuple) -> bool:
+    """Whether ``_columns`` takes ``_shifted_columns``: x (N, C, H, W) C-contiguous, a 2-d
+    kernel more than one tap wide, unit strides, and out rows as wide as x's (W_out = W:
+    the row padding pl + pr = dw (kw - 1), "same" padding along the rows)."""
+    return (len(kernel) == 2 and kernel[1] > 1 and tuple(stride) == (1, 1)
+            and out[1] == x.shape[3] and x.flags.c_contiguous)
+
+
+def _shifted_columns(x: np.ndarray, kernel: tuple, dilation: tuple, pads: tuple,
+                     out: tuple) -> np.ndarray:
+    """``_columns`` for ``shifted_rows_apply``'s case, by copies of long runs (the plain
+    strided copy runs NumPy's inner loop once per output row of W elements: its overhead
+    dominates; 1.6x faster on (3, 32, 32, 32) 3x3 float32). Column tap kj of the padded
+    input reads x[n, c, r - pt, j + sh], sh = kj dw - pl, so the rows-padded plane S_kj
+    (N, C, Hp, W) (Hp = pt + H + pb) is x's flat planes copied at the flat offset
+    pt W - sh (one run of H W a plane), then the columns the shift wrapped (j + sh out of
+    [0, W)) zeroed; the rows outside x are never written (a "shift" workspace array that
+    keeps its zeros, as "pad"'s border). Tap (ki, kj)'s columns are then S_kj's rows
+    ki dh .. ki dh + H_out: one contiguous run of H_out W a plane. Copies only: the values
+    of the strided copy, bit for bit."""
+    n, c, h, w = x.shape
+    (pt, pb), (pl, _) = pads
+    (kh, kw), (dh, dw) = kernel, dilation
+    hp, area = pt + h + pb, h * w
+    tag = ("shift", pads, dilation, kw)
+    rows = WORKSPACE.take(tag, (kw, n, c, hp, w), x.dtype, zeros=True)
+    flat = rows.reshape(kw, n, c, hp * w)
+    src = x.reshape(n, c, area)
+    for kj in range(kw):
+        sh = kj * dw - pl
+        at = pt * w - sh  # where x's flat plane starts in S_kj's flat plane
+        lo, hi = max(at, 0), min(at + area, hp * w)
+        if lo < hi:
+            flat[kj, :, :, lo:hi] = src[:, :, lo - at:hi - at]
+        plane = rows[kj].reshape(n * c * hp, w)
+        if sh > 0:  # (the columns whose j + sh is past the row's end, and S's first
+            plane[:, max(w - sh, 0):] = 0  # and last rows' wrapped entries among them)
+        elif sh < 0:
+            plane[:, :min(-sh, w)] = 0
+    cols = WORKSPACE.take("cols", (n, c) + tuple(kernel) + tuple(out), x.dtype)
+    span = out[0] * w
+    runs = cols.reshape(n, c, kh, kw, span)  # (a view: cols is C-contiguous)
+    stacked = flat.transpose(1, 2, 0, 3)  # (N, C, kw, Hp W)
+    for ki in range(kh):
+        np.copyto(runs[:, :, ki], stacked[..., ki * dh * w:ki * dh * w + span])
+    WORKSPACE.give(tag, rows)
     return cols
 
 
