@@ -67,6 +67,39 @@ def main():
           f"float64 evaluation {mp.nstr(err_m, 3)} relative")
     print("_ERF32_SMALL = (" + ", ".join(repr(c) for c in small) + ")")
     print("_ERF32_MID = (" + ", ".join(repr(c) for c in mid) + ")")
+    erfc_erfinv32()
+
+
+# The float32 erfc / ndtr / erfinv / ndtri of tgrad/backends/_numpy_special.py, evaluated in
+# float64 and rounded once, need ~1e-10 relative (not 1e-16: erf's bits above were the
+# float64 series'), so that their results stay within ~0.502 ulp of the exact values:
+#   erfc(a) = t exp(-a^2 + E(t)), t = 1 / (1 + a/2), a in [0, 10.5] (erfc(10.5) rounds to 0)
+#   erfinv(y) = y C(w - 5/2) for w = -log((1 - y)(1 + y)) < 5,
+#             = y T(sqrt(w) - 3) for 5 <= w < 16, = y F(sqrt(w) - 57/8) for 16 <= w <= 105
+#               (ndtri's tail down to p = 2^-149: w = -log(4 p (1 - p)))
+ERFC_TERMS, ERFINV_C_TERMS, ERFINV_T_TERMS, ERFINV_F_TERMS = 14, 14, 14, 18
+
+
+def _erfinv_over_y(w):
+    with mp.workdps(80):  # (y rounds to 1 at 40 digits from w ~ 92)
+        y = mp.sqrt(-mp.expm1(-w))
+        return +(mp.erfinv(y) / y) if w else mp.sqrt(mp.pi) / 2
+
+
+def erfc_erfinv32():
+    fits = {
+        "_ERFC32": (lambda t: mp.log(mp.erfc(x := 2 / t - 2) * mp.exp(x * x) / t),
+                    [1 / (1 + 10.5 / 2), 1], ERFC_TERMS),
+        "_ERFINV32_C": (lambda u: _erfinv_over_y(u + 2.5), [-2.5, 2.5], ERFINV_C_TERMS),
+        "_ERFINV32_T": (lambda v: _erfinv_over_y((v + 3) ** 2), [mp.sqrt(5) - 3, 1],
+                        ERFINV_T_TERMS),
+        "_ERFINV32_F": (lambda v: _erfinv_over_y((v + 7.125) ** 2), [-3.125, 3.125],
+                        ERFINV_F_TERMS),
+    }
+    for name, (f, interval, n) in fits.items():
+        coefs, err = fit(f, interval, n)
+        print(f"# {name}: {n} terms, fit error {mp.nstr(err, 3)}")
+        print(f"{name} = (" + ", ".join(repr(c) for c in coefs) + ")")
 
 
 if __name__ == "__main__":

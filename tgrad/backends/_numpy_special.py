@@ -12,8 +12,10 @@ is evaluated only on the elements that take it (np.flatnonzero, take, out[idx] =
 composites, which also run on the GPU, compute every branch for every element and select.
 float32 is computed in float64 and rounded once (the composites' lgamma / polygamma do so
 too; erfinv's float32 composite, computed in float32, was 2.3 ulp off against mpmath on a
-40K-point sweep with the tails, this 0.50). 4M elements, CPU time: erfinv 1195 -> 178 ms
-(float32), 5080 -> 155 ms (float64), lgamma 900 -> 182 ms, digamma 1190 -> 230 ms.
+40K-point sweep with the tails, this 0.50); float32 erfc, ndtr, erfinv and ndtri from
+their own ~1e-10 fits, <= 0.502 ulp (see _BLOCK32; docs/design.md: the measured errors).
+4M elements, CPU time: erfinv 1195 -> 178 ms (float32; since then its fits), 5080 -> 155 ms
+(float64), lgamma 900 -> 182 ms, digamma 1190 -> 230 ms.
 """
 
 from __future__ import annotations
@@ -24,8 +26,6 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from tgrad.backends._numpy_sum import flat_blocks
-from tgrad.backends.numpy import _ERF32_MID as ERF32_MID
-from tgrad.backends.numpy import _ERF32_SMALL as ERF32_SMALL
 from tgrad.backends.numpy import _erf
 from tgrad.backends.numpy import _horner_f64 as horner_f64
 from tgrad.ops.erfs import (
@@ -65,15 +65,16 @@ _R2 = 1 / math.sqrt(2.0)  # erfs._R2
 _ROOT_COLS = [np.array([r[c] for r in _LGAMMA_ROOTS]) for c in range(4)]
 
 
-def blocked(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
-    """fn (elementwise, on a 1-D float64 array) over x's elements in blocks of _BLOCK, each
-    cast to float64 (no full-size float64 copy); the result in x's dtype and memory layout
-    (NumPy's K order, as a ufunc's)."""
+def blocked(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray,
+            block: int = _BLOCK) -> np.ndarray:
+    """fn (elementwise, on a 1-D float64 array) over x's elements in blocks of ``block``,
+    each cast to float64 (no full-size float64 copy); the result in x's dtype and memory
+    layout (NumPy's K order, as a ufunc's)."""
     if not np.may_share_memory(x.ravel(order="K"), x):  # x not dense: a dense copy
         x = np.copy(x, order="K")
     out = np.empty_like(x)
     with np.errstate(all="ignore"):  # (float32: beyond its range the cast gives +-inf)
-        for xb, ob in flat_blocks(x, out, _BLOCK):
+        for xb, ob in flat_blocks(x, out, block):
             ob[...] = fn(xb.astype(np.float64))
     return out
 
@@ -182,64 +183,134 @@ def _erfinv_block(y: np.ndarray) -> np.ndarray:
     return out
 
 
-# float32 erfinv, computed in float64 and rounded once: its result needs ~1e-16, which Giles'
-# single-precision fit (~1e-7) reaches in one Halley step (cubic: the two Newton steps of
-# the float64 path, each with a full float64 erf, are not needed), on f(x) = erf(x) - |y|
-# where Giles gives x < 1, on f(v) = erfc(v) - s, s = 1 - |y| (exact), beyond; with
-# d = f / f' and f'' / f' = -2x, the step is x - d / (1 + x d). erf and erfcx are the
-# float32 erf's polynomials (tgrad.backends.numpy._ERF32_SMALL / _MID): erf(x) = x P(x^2),
-# erfc(v) = exp(-v^2) H(v - 5/2), so d = (x P(x^2) - |y|) sqrt(pi)/2 exp(x^2) below 1 and
-# d = -sqrt(pi)/2 (H(v - 5/2) - s exp(v^2)) beyond. Every float32 gives the float64 path's
-# bits (docs/performance.md: an exhaustive sweep), ~3x faster.
-def _erfinv32_block(y: np.ndarray) -> np.ndarray:
-    """erf^-1(y) for a 1-D float64 array of float32 values (see above)."""
-    ay = np.abs(y)
-    w = (1.0 - ay) * (1.0 + ay)
-    np.log(w, out=w)
-    np.negative(w, out=w)  # (|y| >= 1, NaN: w is +inf or NaN, fixed at the end)
-    x = _horner(_GILES_CENTRAL, w - GILES_CENTRAL_AT)
-    far = np.flatnonzero(w >= GILES_SPLIT)
+# float32 erfc, ndtr, erfinv and ndtri: computed in float64 and rounded once, from
+# near-minimax polynomials accurate to ~1e-10 relative (docs/gen_erf32_coefs.py), so each
+# result is within ~0.502 ulp of the exact value (docs/performance.md: the measured errors
+# against mpmath). Each is one formula over the whole block (NumPy ufuncs in place, no
+# index gathers for the common range); the rare branches (erfinv's tails, the edges) run
+# on their own elements only when a block has any. In blocks of _BLOCK32 float32 elements,
+# whose ~6 float64 temporaries stay in cache (and under the memory bound of
+# tests/test_bench.py, as erf's).
+#   erfc(a)   = t exp(-a^2 + E(t)), t = 1 / (1 + a/2), a = |x| (a^2 exact);
+#               erfc(x) = 2 - erfc(|x|) for x < 0; ndtr(x) = erfc(|x| / sqrt 2) / 2,
+#               1 - that for x > 0
+#   erfinv(y) = y C(w - 5/2), w = -log((1 - y)(1 + y)), for w < 5, y T(sqrt(w) - 3) for
+#               5 <= w < 16, y F(sqrt(w) - 57/8) beyond (only ndtri gets there);
+#               ndtri(p) = sqrt 2 erfinv(2p - 1) with w = -log(4 p (1 - p)) (no
+#               cancellation near p = 0)
+_BLOCK32 = 1 << 14
+_ERFC32 = (-1.2655022969314735, 0.9996605409885677, 0.3802294269178412, 0.035806568222731164,
+           0.19797666236222483, -1.3180040347155968, 3.351012779896351, -7.149883820205316,
+           10.59924742441243, -10.0677857986398, 6.0225015410798495, -2.175987831680918,
+           0.42208851329288344, -0.031359674925765586)
+_ERFINV32_C = (1.5014093511310715, 0.24664027674226105, -0.004177318042578073,
+               -0.0012527078778638292, 0.00021825108169578578, -4.996157075714713e-06,
+               -3.417409529690375e-06, 4.788011625385882e-07, 1.3782110981667457e-08,
+               -1.0897168657016768e-08, 8.198350424588279e-10, 1.2861572678730156e-10,
+               -2.0518409614330562e-11, -2.7960410484332195e-13)
+_ERFINV32_T = (2.832976798731946, 1.00167527650183, 0.009445521900127605,
+               -0.007643796919676193, 0.005685175424025618, -0.0035589022134055043,
+               0.0014838862596585, -0.0001483567234177763, -0.00028413507380584927,
+               0.00020443662898473645, -4.3420840144571996e-05, -2.2724223010572067e-05,
+               1.785566989338426e-05, -3.817714152402427e-06)
+_ERFINV32_F = (6.995086108021849, 1.0084677975260061, -0.0005097612029860134,
+               9.070736712511577e-06, 5.113757149311129e-06, -1.4006633132655035e-06,
+               2.6962252125184475e-07, -4.57224419042861e-08, 7.791075572001997e-09,
+               -1.2264555853614817e-09, 2.4911041373630475e-11, 9.93305099378836e-12,
+               2.4292659407352322e-11, -5.573976761870564e-12, -1.6447531095944514e-12,
+               4.1289676039137196e-13, 5.930791411651949e-14, -1.4786014564205983e-14)
+
+
+def _erfc32_pos(a: np.ndarray) -> np.ndarray:
+    """erfc(a) for a 1-D float64 a >= 0 (+inf, NaN: 0, NaN), a overwritten. Beyond the fit's
+    10.5 (erfc(10.5) = 4e-50 rounds to 0 in float32) |E(t)| < 2 stays bounded for t in
+    [0, 0.16], so exp(-a^2 + E(t)) < 1e-47 there also rounds to 0 (and is 0 from +inf)."""
+    t = a * 0.5
+    t += 1.0
+    np.reciprocal(t, out=t)
+    e = horner_f64(_ERFC32, t)
+    a *= a
+    e -= a
+    np.exp(e, out=e)
+    e *= t
+    return e
+
+
+def _erfc32_block(x: np.ndarray) -> np.ndarray:
+    """erfc of a 1-D float64 array of float32 values (see above)."""
+    e = _erfc32_pos(np.abs(x))
+    neg = x < 0.0
+    return np.where(neg, 2.0 - e, e) if neg.any() else e
+
+
+def _ndtr32_block(x: np.ndarray) -> np.ndarray:
+    """Phi of a 1-D float64 array of float32 values (see above)."""
+    a = np.abs(x)
+    a *= _R2
+    e = _erfc32_pos(a)
+    e *= 0.5
+    pos = x > 0.0
+    return np.where(pos, 1.0 - e, e) if pos.any() else e
+
+
+def _erfinv32_over_y(w: np.ndarray) -> np.ndarray:
+    """erfinv(y) / y given w = -log((1 - y)(1 + y)) >= 0 (a 1-D float64 array; +inf, NaN:
+    garbage), each piece on its own elements."""
+    out = horner_f64(_ERFINV32_C, w - 2.5)
+    far = np.flatnonzero(w >= 5.0)
     if far.size:
-        x[far] = _horner(_GILES_TAIL, np.sqrt(w[far]) - GILES_TAIL_AT)
-    x *= ay
-    is_low = x < 1.0
-    low = np.flatnonzero(is_low)
-    if low.size:  # d = (erf(x) - |y|) / (2/sqrt(pi) exp(-x^2))
-        xl = x[low]
-        t = xl * xl
-        d = horner_f64(ERF32_SMALL, t)
-        d *= xl
-        d -= ay[low]
-        d *= np.exp(t, out=t)
-        d *= _SQRT_PI / 2
-        x[low] = _halley(xl, d)
-    high = np.flatnonzero(~is_low & (ay < 1.0))
-    if high.size:  # d = (erfc(v) - s) / (-2/sqrt(pi) exp(-v^2))
-        v = x[high]
-        e = np.multiply(v, v)
-        np.exp(e, out=e)
-        e *= 1.0 - ay[high]
-        d = horner_f64(ERF32_MID, v - 2.5)
-        d -= e
-        d *= -_SQRT_PI / 2
-        x[high] = _halley(v, d)
-    edge = np.flatnonzero(~(ay < 1.0))
+        s = np.sqrt(w.take(far))
+        v = horner_f64(_ERFINV32_T, s - 3.0)
+        beyond = np.flatnonzero(s >= 4.0)
+        if beyond.size:
+            v[beyond] = horner_f64(_ERFINV32_F, s.take(beyond) - 7.125)
+        out[far] = v
+    return out
+
+
+def _erfinv32_block(y: np.ndarray) -> np.ndarray:
+    """erf^-1 of a 1-D float64 array of float32 values (see above): +-inf at +-1, NaN
+    beyond and at NaN; -0.0 at -0.0."""
+    ay = np.abs(y)
+    w = 1.0 - ay
+    ay += 1.0
+    w *= ay
+    np.log(w, out=w)
+    np.negative(w, out=w)  # (|y| = 1: +inf; |y| > 1, NaN: NaN; fixed below)
+    x = _erfinv32_over_y(w)
+    x *= y
+    edge = np.flatnonzero(~(w < math.inf))
     if edge.size:
-        x[edge] = np.where(ay[edge] == 1.0, math.inf, math.nan)
-    return np.copysign(x, y, out=x)
+        ye = y.take(edge)
+        x[edge] = np.where(np.abs(ye) == 1.0, ye * math.inf, math.nan)
+    return x
 
 
-def _halley(x: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """Halley's step x - d / (1 + x d) for f'' / f' = -2x, d = f / f' (d overwritten)."""
-    den = x * d
-    den += 1.0
-    np.divide(d, den, out=d)
-    return np.subtract(x, d, out=d)
+def _ndtri32_block(p: np.ndarray) -> np.ndarray:
+    """Phi^-1 of a 1-D float64 array of float32 values (see above): -inf at 0, inf at 1,
+    NaN outside [0, 1] and at NaN."""
+    w = 1.0 - p
+    w *= p
+    w *= 4.0
+    np.log(w, out=w)
+    np.negative(w, out=w)  # (p = 0 or 1: +inf; outside [0, 1], NaN: NaN; fixed below)
+    x = _erfinv32_over_y(w)
+    y = p * 2.0
+    y -= 1.0
+    y *= math.sqrt(2.0)
+    x *= y
+    edge = np.flatnonzero(~(w < math.inf))
+    if edge.size:
+        pe = p.take(edge)
+        x[edge] = np.where(pe == 0.0, -math.inf, np.where(pe == 1.0, math.inf, math.nan))
+    return x
 
 
 def erfinv(y: np.ndarray) -> np.ndarray:
     """erf^-1 elementwise of a float32 / float64 array (float32 computed in float64)."""
-    return blocked(_erfinv32_block if y.dtype.itemsize <= 4 else _erfinv_block, y)
+    if y.dtype.itemsize <= 4:
+        return blocked(_erfinv32_block, y, _BLOCK32)
+    return blocked(_erfinv_block, y)
 
 
 # ---------------------------------------------- erfc, erfcx, ndtr, log_ndtr, ndtri
@@ -392,6 +463,8 @@ def log_ndtr_grad_factor(x: np.ndarray) -> np.ndarray:
 
 def erfc(x: np.ndarray) -> np.ndarray:
     """erfc elementwise of a float32 / float64 array, in its dtype (bit-identical to erfs')."""
+    if x.dtype.itemsize <= 4:  # (float32: in float64, see _BLOCK32)
+        return blocked(_erfc32_block, x, _BLOCK32)
     return blocked_native(_erfc_block, x)
 
 
@@ -402,6 +475,8 @@ def erfcx(x: np.ndarray) -> np.ndarray:
 
 def ndtr(x: np.ndarray) -> np.ndarray:
     """Phi elementwise of a float32 / float64 array, in its dtype."""
+    if x.dtype.itemsize <= 4:  # (float32: in float64, see _BLOCK32)
+        return blocked(_ndtr32_block, x, _BLOCK32)
     return blocked_native(_ndtr_block, x)
 
 
@@ -412,6 +487,8 @@ def log_ndtr(x: np.ndarray) -> np.ndarray:
 
 def ndtri(p: np.ndarray) -> np.ndarray:
     """Phi^-1 elementwise of a float32 / float64 array, in its dtype."""
+    if p.dtype.itemsize <= 4:  # (float32: in float64, see _BLOCK32)
+        return blocked(_ndtri32_block, p, _BLOCK32)
     return blocked_native(_ndtri_block, p)
 
 
