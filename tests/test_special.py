@@ -928,16 +928,9 @@ def test_cpu_numpy_forwards_are_the_composites_values(monkeypatch, dt):
     monkeypatch.setattr(erfs, "_F32_F64", ())
     monkeypatch.setattr(special, "_on_numpy", lambda t: False)
     slow = values()
-    if dt is tgrad.float32:  # (erfinv: within half an ulp, tests/test_special_f32.py)
-        want = tgrad.erfinv(tgrad.tensor(y.astype(np.float32).astype(np.float64),
-                                         dtype=F64)).numpy()
-        r = want.astype(np.float32)
-        np.testing.assert_array_equal(np.isnan(fast[0]), np.isnan(r))
-        fin = np.isfinite(r) & (r != 0)
-        np.testing.assert_array_equal(fast[0][~fin & ~np.isnan(r)], r[~fin & ~np.isnan(r)])
-        err = np.abs(fast[0][fin] - want[fin]) / np.spacing(np.abs(r[fin]))
-        assert err.max() <= 0.505
-        fast, slow = fast[1:], slow[1:]
+    if dt is tgrad.float32:
+        slow[0] = tgrad.erfinv(tgrad.tensor(y.astype(np.float32).astype(np.float64),
+                                            dtype=F64)).numpy().astype(np.float32)
     for a, b in zip(fast, slow):
         assert a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)  # (NaN where NaN)
@@ -1015,22 +1008,26 @@ def test_cpu_numpy_erf_family_is_the_composites_bits(dt):
     # On the CPU erfc, erfcx, ndtr, log_ndtr and ndtri run as tgrad.backends._numpy_special:
     # the composites' operations per element in the same order, in the input's dtype, each
     # region on its own elements only. The bits must be the composites' (the GPU's path),
-    # float32 included (but for float32 erfc, ndtr and ndtri, computed in float64 from
-    # their own fits: within half an ulp, tests/test_special_f32.py; here their NaNs and
-    # infinities are the composites'), NaN where NaN; also for a strided, transposed view.
+    # float32 included (but float32 erfc, ndtr and ndtri are computed in float64 from their
+    # own fits: within 0.505 ulp of the float64 composite, tests/test_special_f32.py), NaN
+    # where NaN; also for a strided, transposed view.
     from tgrad.ops import erfs
     x, p = _erf_family_inputs(dt)
     own = (erfs._erfc, erfs._ndtr, erfs._ndtri) if dt is np.float32 else ()
     for fn, v in [(erfs._erfc, x), (erfs._erfcx, x), (erfs._ndtr, x), (erfs._log_ndtr, x),
                   (erfs._ndtri, p)]:
-        if fn in own:
-            fast, slow = fn(tgrad.tensor(v)).numpy(), fn.composite(tgrad.tensor(v)).numpy()
-            assert fast.dtype == slow.dtype == dt
-            np.testing.assert_array_equal(np.isnan(fast), np.isnan(slow), err_msg=fn.__name__)
-            inf = np.isinf(slow)
-            np.testing.assert_array_equal(fast[inf], slow[inf], err_msg=fn.__name__)
-            np.testing.assert_allclose(fast, slow, rtol=5e-6, atol=3e-45,  # (subnormals)
-                                       err_msg=fn.__name__)
+        if fn in own:  # within 0.505 ulp of the float64 composite (the GPU's float64)
+            t = tgrad.tensor(v)
+            fast = fn(t).numpy()
+            exact = fn.composite(t.double()).numpy()
+            r = exact.astype(dt)
+            odd = ~np.isfinite(r) | (r == 0)  # (NaN, +-inf, +-0: those, sign included)
+            np.testing.assert_array_equal(fast[odd].view("u4"), r[odd].view("u4"),
+                                          err_msg=fn.__name__)
+            ulps = np.abs(fast[~odd] - exact[~odd]) / np.spacing(np.abs(r[~odd]))
+            assert ulps.max() <= 0.505, fn.__name__
+            m = t[: 60 * 50].reshape(60, 50)[::2, 1:].t()  # a strided, transposed view
+            np.testing.assert_array_equal(fn(m).numpy(), fn(m.contiguous()).numpy())
             continue
         t = tgrad.tensor(v)
         fast, slow = fn(t).numpy(), fn.composite(t).numpy()

@@ -13,7 +13,8 @@ composites, which also run on the GPU, compute every branch for every element an
 float32 is computed in float64 and rounded once (the composites' lgamma / polygamma do so
 too; erfinv's float32 composite, computed in float32, was 2.3 ulp off against mpmath on a
 40K-point sweep with the tails, this 0.50); float32 erfc, ndtr, erfinv and ndtri from
-their own ~1e-10 fits, <= 0.502 ulp (see _BLOCK32; docs/design.md: the measured errors).
+their own ~1e-10 fits, <= 0.502 ulp (see _BLOCK32; docs/design.md: the measured errors),
+erfinv's rounded as the float64 path's (_float64_path_rounding).
 4M elements, CPU time: erfinv 1195 -> 178 ms (float32; since then its fits), 5080 -> 155 ms
 (float64), lgamma 900 -> 182 ms, digamma 1190 -> 230 ms.
 """
@@ -26,6 +27,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from tgrad.backends._numpy_sum import flat_blocks
+from tgrad.backends.numpy import _ERF32_MID as ERF32_MID
+from tgrad.backends.numpy import _ERF32_SMALL as ERF32_SMALL
 from tgrad.backends.numpy import _erf
 from tgrad.backends.numpy import _horner_f64 as horner_f64
 from tgrad.ops.erfs import (
@@ -221,6 +224,37 @@ _ERFINV32_F = (6.995086108021849, 1.0084677975260061, -0.0005097612029860134,
                4.1289676039137196e-13, 5.930791411651949e-14, -1.4786014564205983e-14)
 
 
+# erfinv's fit's float64 results are within ~3e-4 float32 ulp of the exact values
+# (measured: docs/design.md), so they round to the float32 that the float64 path's results
+# round to unless they lie within that of a rounding boundary. _float64_path_rounding
+# recomputes those elements (about 3%: within 2^-6 ulp of a boundary) with an exact method
+# (_erfinv32_halley, the former float32 path: the float64 path's bits for every float32), so
+# the float32 results are the float64 path's rounded, bit for bit: every float32 in [-1, 1]
+# checked (tests/test_special_f32.py samples it). erfc, ndtr and ndtri keep their fits'
+# rounding (<= 0.502 ulp; their float64 paths cost ~0.1-0.2 ms a call even on a few
+# elements, more than the fits save).
+_LOW_BITS = (1 << 29) - 1  # the float64 mantissa bits below float32's 23
+_NEAR_BITS = 1 << 23  # 2^-6 float32 ulp, in those bits
+_F32_TINY, _F32_HALF_SUB = 2.0 ** -126, 2.0 ** -150 * (1 - 2.0 ** -6)
+
+
+def _float64_path_rounding(approx: np.ndarray, x: np.ndarray,
+                           exact: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """approx (1-D float64, a fit's values at x), with the elements near a float32 rounding
+    boundary (or in float32's subnormal range, whose steps are coarser) replaced by
+    exact(x) there, in place."""
+    low = approx.view(np.int64) & _LOW_BITS
+    low -= 1 << 28  # (the distance from the midpoint between two float32)
+    np.abs(low, out=low)
+    near = low < _NEAR_BITS
+    mag = np.abs(approx)
+    near |= (mag < _F32_TINY) & (mag > _F32_HALF_SUB)
+    idx = np.flatnonzero(near)
+    if idx.size:
+        approx[idx] = exact(x.take(idx))
+    return approx
+
+
 def _erfc32_pos(a: np.ndarray) -> np.ndarray:
     """erfc(a) for a 1-D float64 a >= 0 (+inf, NaN: 0, NaN), a overwritten. Beyond the fit's
     10.5 (erfc(10.5) = 4e-50 rounds to 0 in float32) |E(t)| < 2 stays bounded for t in
@@ -268,6 +302,61 @@ def _erfinv32_over_y(w: np.ndarray) -> np.ndarray:
     return out
 
 
+# float32 erfinv's elements near a rounding boundary (_erfinv32_block): its result needs
+# ~1e-16, which Giles' single-precision fit (~1e-7) reaches in one Halley step (cubic: the
+# two Newton steps of the float64 path, each with a full float64 erf, are not needed), on
+# f(x) = erf(x) - |y| where Giles gives x < 1, on f(v) = erfc(v) - s, s = 1 - |y| (exact),
+# beyond; with d = f / f' and f'' / f' = -2x, the step is x - d / (1 + x d). erf and erfcx are the
+# float32 erf's polynomials (tgrad.backends.numpy._ERF32_SMALL / _MID): erf(x) = x P(x^2),
+# erfc(v) = exp(-v^2) H(v - 5/2), so d = (x P(x^2) - |y|) sqrt(pi)/2 exp(x^2) below 1 and
+# d = -sqrt(pi)/2 (H(v - 5/2) - s exp(v^2)) beyond. Every float32 gives the float64 path's
+# bits (docs/performance.md: an exhaustive sweep).
+def _erfinv32_halley(y: np.ndarray) -> np.ndarray:
+    """erf^-1(y) for a 1-D float64 array of float32 values (see above)."""
+    ay = np.abs(y)
+    w = (1.0 - ay) * (1.0 + ay)
+    np.log(w, out=w)
+    np.negative(w, out=w)  # (|y| >= 1, NaN: w is +inf or NaN, fixed at the end)
+    x = _horner(_GILES_CENTRAL, w - GILES_CENTRAL_AT)
+    far = np.flatnonzero(w >= GILES_SPLIT)
+    if far.size:
+        x[far] = _horner(_GILES_TAIL, np.sqrt(w[far]) - GILES_TAIL_AT)
+    x *= ay
+    is_low = x < 1.0
+    low = np.flatnonzero(is_low)
+    if low.size:  # d = (erf(x) - |y|) / (2/sqrt(pi) exp(-x^2))
+        xl = x[low]
+        t = xl * xl
+        d = horner_f64(ERF32_SMALL, t)
+        d *= xl
+        d -= ay[low]
+        d *= np.exp(t, out=t)
+        d *= _SQRT_PI / 2
+        x[low] = _halley(xl, d)
+    high = np.flatnonzero(~is_low & (ay < 1.0))
+    if high.size:  # d = (erfc(v) - s) / (-2/sqrt(pi) exp(-v^2))
+        v = x[high]
+        e = np.multiply(v, v)
+        np.exp(e, out=e)
+        e *= 1.0 - ay[high]
+        d = horner_f64(ERF32_MID, v - 2.5)
+        d -= e
+        d *= -_SQRT_PI / 2
+        x[high] = _halley(v, d)
+    edge = np.flatnonzero(~(ay < 1.0))
+    if edge.size:
+        x[edge] = np.where(ay[edge] == 1.0, math.inf, math.nan)
+    return np.copysign(x, y, out=x)
+
+
+def _halley(x: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Halley's step x - d / (1 + x d) for f'' / f' = -2x, d = f / f' (d overwritten)."""
+    den = x * d
+    den += 1.0
+    np.divide(d, den, out=d)
+    return np.subtract(x, d, out=d)
+
+
 def _erfinv32_block(y: np.ndarray) -> np.ndarray:
     """erf^-1 of a 1-D float64 array of float32 values (see above): +-inf at +-1, NaN
     beyond and at NaN; -0.0 at -0.0."""
@@ -283,7 +372,7 @@ def _erfinv32_block(y: np.ndarray) -> np.ndarray:
     if edge.size:
         ye = y.take(edge)
         x[edge] = np.where(np.abs(ye) == 1.0, ye * math.inf, math.nan)
-    return x
+    return _float64_path_rounding(x, y, _erfinv32_halley)
 
 
 def _ndtri32_block(p: np.ndarray) -> np.ndarray:
