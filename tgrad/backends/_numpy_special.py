@@ -14,7 +14,8 @@ float32 is computed in float64 and rounded once (the composites' lgamma / polyga
 too; erfinv's float32 composite, computed in float32, was 2.3 ulp off against mpmath on a
 40K-point sweep with the tails, this 0.50); float32 erfc, ndtr, erfinv and ndtri from
 their own ~1e-10 fits, <= 0.502 ulp (see _BLOCK32; docs/design.md: the measured errors),
-erfinv's rounded as the float64 path's (_float64_path_rounding).
+erfinv's and lgamma's (a ~1e-11 fit, _lgamma32_block) rounded as the float64 path's
+(_float64_path_rounding).
 4M elements, CPU time: erfinv 1195 -> 178 ms (float32; since then its fits), 5080 -> 155 ms
 (float64), lgamma 900 -> 182 ms, digamma 1190 -> 230 ms.
 """
@@ -239,16 +240,19 @@ _F32_TINY, _F32_HALF_SUB = 2.0 ** -126, 2.0 ** -150 * (1 - 2.0 ** -6)
 
 
 def _float64_path_rounding(approx: np.ndarray, x: np.ndarray,
-                           exact: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+                           exact: Callable[[np.ndarray], np.ndarray],
+                           force: np.ndarray | None = None) -> np.ndarray:
     """approx (1-D float64, a fit's values at x), with the elements near a float32 rounding
-    boundary (or in float32's subnormal range, whose steps are coarser) replaced by
-    exact(x) there, in place."""
+    boundary (or in float32's subnormal range, whose steps are coarser), and those where
+    the bool array ``force`` is set, replaced by exact(x) there, in place."""
     low = approx.view(np.int64) & _LOW_BITS
     low -= 1 << 28  # (the distance from the midpoint between two float32)
     np.abs(low, out=low)
     near = low < _NEAR_BITS
     mag = np.abs(approx)
     near |= (mag < _F32_TINY) & (mag > _F32_HALF_SUB)
+    if force is not None:
+        near |= force
     idx = np.flatnonzero(near)
     if idx.size:
         approx[idx] = exact(x.take(idx))
@@ -670,8 +674,85 @@ def _lgamma_block(x: np.ndarray) -> np.ndarray:
     return out
 
 
+# float32 lgamma: from ~1e-11 approximations in float64 (docs/gen_lgamma32_coefs.py), the
+# elements within 2^-6 ulp of a float32 rounding boundary (~3%) and those <= 0, +inf and
+# NaN recomputed by _lgamma_block (_float64_path_rounding): the float64 path's bits rounded,
+# for every float32 (docs/performance.md: an exhaustive sweep). For 0 < x < 2.5, with F a
+# fit of lgamma(2 + z) / z on [-1/2, 1/2] (so the roots 1, 2 keep a relative error):
+#   lgamma(x) = z F(z), z = x - 2 (x >= 3/2); z F(z) - log1p(z), z = x - 1 (x >= 1/2);
+#               x F(x) - log1p(x) - log(x) below (each z exact);
+# from 2.5 on, Stirling's series at t = x + 6 >= 8.5 (5 terms: ~1e-13) shifted back by the
+# recurrence: lgamma(x) = lgamma(t) - log(x (x + 1) ... (x + 5)) (cancelling <= 34-fold).
+_LGAMMA32_F = (0.42278433509979446, 0.32246703342348215, -0.06735230143541845,
+               0.020580808605945723, -0.007385533260145867, 0.0028905020708028437,
+               -0.0011930547241831846, 0.0005098092360640295, -0.00022086971800187408,
+               9.839673778818303e-05, -5.2787416886227824e-05, 2.41548599054416e-05)
+_LGAMMA32_BLOCK = _BLOCK  # (the exact path's ~35 us a call: fewer, larger gathers)
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def _lgamma32_low(x: np.ndarray) -> np.ndarray:
+    """lgamma(x) for a 1-D float64 x in (0, 2.5) (see above)."""
+    m1 = (x < 1.5).astype(np.float64)
+    m0 = x < 0.5
+    z = x - 2.0
+    z += m1
+    z += m0  # (x, x - 1 or x - 2: exact)
+    v = horner_f64(_LGAMMA32_F, z)
+    v *= z
+    if m1.any():
+        lp = np.log1p(z)
+        lp *= m1
+        v -= lp
+    if m0.any():
+        lx = np.log(x)
+        lx *= m0
+        v -= lx
+    return v
+
+
+def _lgamma32_high(x: np.ndarray) -> np.ndarray:
+    """lgamma(x) for a 1-D float64 x >= 2.5, finite (see above)."""
+    t = x + 6.0
+    r = 1.0 / t
+    v = horner_f64(tuple(_STIRLING[:5]), r * r)
+    v *= r
+    v += _HALF_LOG_2PI
+    v -= t
+    lt = np.log(t)
+    t -= 0.5
+    lt *= t
+    v += lt
+    prod = x + 1.0
+    prod *= x
+    for k in range(2, 6):
+        prod *= x + float(k)
+    v -= np.log(prod, out=prod)
+    return v
+
+
+def _lgamma32_block(x: np.ndarray) -> np.ndarray:
+    """lgamma of a 1-D float64 array of float32 values (see above)."""
+    is_low = x < 2.5
+    odd = ~(x > 0.0) | (x == math.inf)  # (<= 0, NaN, +inf: the float64 path)
+    if is_low.all():
+        out = _lgamma32_low(np.where(odd, 1.0, x) if odd.any() else x)
+    elif not is_low.any():
+        out = _lgamma32_high(np.where(odd, 2.5, x) if odd.any() else x)
+    else:
+        out = np.empty_like(x)
+        low = np.flatnonzero(is_low & ~odd)
+        out[low] = _lgamma32_low(x.take(low))
+        high = np.flatnonzero(~is_low & ~odd)
+        out[high] = _lgamma32_high(x.take(high))
+    return _float64_path_rounding(out, x, _lgamma_block, odd)
+
+
 def lgamma(x: np.ndarray) -> np.ndarray:
-    """log |Gamma(x)| elementwise of a float32 / float64 array (float32 computed in float64)."""
+    """log |Gamma(x)| elementwise of a float32 / float64 array (float32: the float64 path's
+    results rounded, see _lgamma32_block)."""
+    if x.dtype.itemsize <= 4:
+        return blocked(_lgamma32_block, x, _LGAMMA32_BLOCK)
     return blocked(_lgamma_block, x)
 
 
