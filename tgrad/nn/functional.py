@@ -520,11 +520,82 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     rw = None
     if weight is not None:
         rw = weight[where(target != ignore_index, target, 0)]
+    if label_smoothing > 0.0 and _ce_smooth_on_numpy(input, target, weight):
+        return _CrossEntropySmooth.apply(input, target, weight, rw, axis, int(ignore_index),
+                                         reduction, float(label_smoothing))
     loss = CrossEntropy.apply(input, target, rw, axis, int(ignore_index), reduction)
     if label_smoothing <= 0.0:  # PyTorch smooths only above 0
         return loss
     return _smoothed(input, target, weight, rw, axis, int(ignore_index), reduction,
                      label_smoothing, loss)
+
+
+def _ce_smooth_on_numpy(x: Tensor, target: Tensor, weight) -> bool:
+    """Whether label-smoothed cross_entropy takes the one-node NumPy path: every tensor on
+    the CPU, x float32 or float64 (others: the composite _smoothed)."""
+    return (x.device.type == "cpu" and target.device.type == "cpu"
+            and (weight is None or weight.device.type == "cpu")
+            and x.dtype in (dtypes.float32, dtypes.float64))
+
+
+class _CrossEntropySmooth(Function):
+    """Label-smoothed cross entropy over class indices in one node (CPU float32/float64):
+    loss = (1 - eps) nll + eps / C smooth, smooth_i = -sum_c w_c log_softmax(x)_ic (0 on
+    ignored rows), both reduced alike ("mean" divides by the kept rows' total weight), the
+    same values as the composite _smoothed (which the other devices and dtypes take).
+    dx = a_i (p - onehot(t_i)) + b_i (W p - w), p = softmax(x), W = sum(w), a_i = (1 - eps)
+    g rw_i, b_i = eps / C g (/ total for "mean"; 0 on ignored rows); as tgrad ops under
+    create_graph (_ce_smooth_formula), one NumPy pass otherwise."""
+
+    name = "cross_entropy_label_smoothing"
+    node_name = "AddBackward0"  # (the composite's top node, as PyTorch's)
+    flops = _per_element(8)
+
+    @staticmethod
+    def forward(ctx, x, target, weight, rw, axis, ignore_index, reduction, eps):
+        from tgrad.backends._numpy_ce_smooth import ce_smooth_fwd
+        loss, lse, denom = ce_smooth_fwd(
+            x._data, target._data, None if weight is None else weight._data,
+            None if rw is None else rw._data, axis, ignore_index, reduction, eps)
+        ctx.lse, ctx.denom = lse, denom
+        ctx.meta = (axis, ignore_index, reduction, eps)
+        ctx.save_for_backward(x, target, weight, rw)
+        return wrap(loss, x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, target, weight, rw = ctx.saved_tensors
+        if differentiable_formula():
+            dx = _ce_smooth_formula(g, x, target, weight, rw, ctx.denom, *ctx.meta)
+        else:
+            from tgrad.backends._numpy_ce_smooth import ce_smooth_bwd
+            dx = wrap(ce_smooth_bwd(g._data, x._data, target._data,
+                                    None if weight is None else weight._data,
+                                    None if rw is None else rw._data, ctx.lse, ctx.denom,
+                                    *ctx.meta), x.device)
+        return dx, None, None, None, None, None, None, None
+
+
+def _ce_smooth_formula(g: Tensor, x: Tensor, t: Tensor, weight, rw, denom, axis: int,
+                       ignore_index: int, reduction: str, eps: float) -> Tensor:
+    """_CrossEntropySmooth's dx as tgrad ops (differentiable in g and x):
+    (a + b W) p - a onehot - b w, a and b of t's shape (see the class)."""
+    import numpy as np
+
+    from tgrad.ops.creation import arange, ones
+    n_cls = x.shape[axis]
+    bshape = tuple(-1 if i == axis else 1 for i in range(x.ndim))
+    kept = t != ignore_index
+    ga, gb = g * (1.0 - eps), g * (eps / n_cls)
+    if denom is not None:
+        d = wrap(np.asarray(denom), x.device)
+        ga, gb = ga / d, gb / d
+    a = where(kept, ga * rw if rw is not None else ga, 0.0).unsqueeze(axis)
+    b = where(kept, gb, 0.0).unsqueeze(axis)
+    w = weight if weight is not None else ones(n_cls, dtype=x.dtype, device=x.device)
+    p = Softmax.apply(x, axis)
+    onehot = (arange(n_cls, device=x.device).reshape(bshape) == t.unsqueeze(axis)).to(x.dtype)
+    return (a + b * w.sum()) * p - a * onehot - b * w.reshape(bshape)
 
 
 def _smoothed(x: Tensor, t: Tensor, weight, rw, axis: int, ignore_index: int, reduction: str,
