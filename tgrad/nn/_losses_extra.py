@@ -200,11 +200,72 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
     (x, y), half = _compute(input, _as_operand(target, input))
+    if _mlsm_on_numpy(x, y, weight):
+        loss = _MultilabelSoftMargin.apply(x, y, weight)
+        return _reduced(loss, reduction, half)
     loss = -(y * logsigmoid(x) + (1.0 - y) * logsigmoid(-x))
     if weight is not None:
         loss = loss * weight
     loss = loss.sum(input.ndim - 1) / input.shape[-1]
     return _reduced(loss, reduction, half)
+
+
+def _mlsm_on_numpy(x: Tensor, y: Tensor, weight) -> bool:
+    """Whether multilabel_soft_margin_loss's rows take the one-node NumPy path: CPU
+    tensors of one float32/float64 dtype, y broadcasting to x without growing it, no
+    gradient wanted for weight nor for a broadcast y (the composite differentiates them)."""
+    dt = x.dtype
+    if x.device.type != "cpu" or dt not in (dtypes.float32, dtypes.float64) or x.ndim == 0:
+        return False
+    for t in (y, weight):
+        if t is None:
+            continue
+        if (t.device.type != "cpu" or t.dtype is not dt
+                or (t.requires_grad and (t is weight or t.shape != x.shape))
+                or t.ndim > x.ndim or any(a not in (1, b) for a, b in
+                                          zip(t.shape[::-1], x.shape[::-1]))):
+            return False
+    return True
+
+
+class _MultilabelSoftMargin(Function):
+    """rows = sum_c w_c l_c / C over the last dim, l = -(y logsigmoid(x) + (1 - y)
+    logsigmoid(-x)), one node on the CPU (the composite's values, bit for bit);
+    dx = g_row / C w_c ((1 - y) sigmoid(x) - y sigmoid(-x)) (= sigmoid(x) - y, without its
+    cancellation); dy = -g_row / C w_c x (logsigmoid(x) - logsigmoid(-x) = x); as tgrad ops
+    under create_graph."""
+
+    name = "multilabel_soft_margin_rows"
+    node_name = "DivBackward0"  # (the composite's: its sum over C / C)
+
+    @staticmethod
+    def forward(ctx, x, y, weight):
+        from tgrad.backends._numpy_mlsm import mlsm_rows_fwd
+        ctx.save_for_backward(x, y, weight)
+        return wrap(mlsm_rows_fwd(x._data, y._data, None if weight is None else weight._data),
+                    x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y, weight = ctx.saved_tensors
+        need_x, need_y = ctx.needs_input_grad[:2]
+        dx = dy = None
+        if differentiable_formula():
+            c = (g / x.shape[-1]).unsqueeze(-1)
+            if weight is not None:
+                c = c * weight
+            if need_x:
+                dx = c * ((1.0 - y) * sigmoid(x) - y * sigmoid(-x))
+            if need_y:
+                dy = -(c * x)
+            return dx, dy, None
+        from tgrad.backends._numpy_mlsm import mlsm_rows_bwd, mlsm_rows_bwd_target
+        w = None if weight is None else weight._data
+        if need_x:
+            dx = wrap(mlsm_rows_bwd(g._data, x._data, y._data, w), x.device)
+        if need_y:
+            dy = wrap(mlsm_rows_bwd_target(g._data, x._data, w), x.device)
+        return dx, dy, None
 
 
 _COS_EPS = 1e-12  # PyTorch's EPSILON added to both squared norms
