@@ -10,7 +10,9 @@ the same arithmetic, so the same bits. (cholesky of n >= 8 on the CPU calls LAPA
 instead, the loop being kept for a non-positive-definite batch: ``_host_lapack``.)
 Backwards are
 PyTorch's formulas written with ``solve_triangular``, ``matmul`` and ``tril``, so they are
-differentiable again (double backward works).
+differentiable again (double backward works). (A plain CPU backward of cholesky, without
+create_graph, runs the same formula in NumPy with the solves as products with L^{-1}:
+``_cholesky_backward_host``.)
 
     cholesky:          gA = L^{-H} Phi(L^H gL) L^{-1}   (Murray 2016; Phi: tril with the
                        diagonal halved, taken as PyTorch does, 0.5 (X + tril(X, -1)^H))
@@ -28,7 +30,7 @@ import numpy as np
 
 from tgrad import dtypes, return_types
 from tgrad._autocast import autocast_policy
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import STATE
 from tgrad.linalg import _host_lapack
 from tgrad.ops import elementwise as ew
@@ -127,10 +129,32 @@ class Cholesky(Function):
     @staticmethod
     def backward(ctx, gL):
         (L,) = ctx.saved_tensors
+        if (not differentiable_formula() and host_loop(L, gL) and gL.dtype is L.dtype
+                and _host_lapack.LAPACK_ON_CPU):
+            ga = _cholesky_backward_host(L.detach().numpy(), gL.detach().numpy())
+            if ga is not None:
+                return wrap(ga, L.device), None
         gA = tril(matmul(L.mH, gL))
         gA = 0.5 * (gA + tril(gA, -1).mH)
         gA = solve_triangular(L.mH, gA, upper=True, left=True)
         return solve_triangular(L, gA, upper=False, left=False), None
+
+
+def _cholesky_backward_host(low: np.ndarray, g: np.ndarray) -> np.ndarray | None:
+    """Cholesky's backward on the CPU (no create_graph): gA = L^{-H} S L^{-1},
+    S = (P + tril(P, -1)^H) / 2 with P = tril(L^H gL) (the same formula as the tgrad ops',
+    whose two solves become products with Linv = L^{-1} from _tril_inv_host), in float64 /
+    complex128 for the single-precision dtypes, rounded once. low, g: (..., n, n) of one
+    dtype; None where _tril_inv_host does not apply (the caller's ops then run)."""
+    linv = _tril_inv_host(low)
+    if linv is None:
+        return None
+    wide = linv.dtype
+    p = np.tril(np.matmul(np.swapaxes(low, -1, -2).conj().astype(wide),
+                          g.astype(wide, copy=False)))
+    s = p + np.swapaxes(np.tril(p, -1), -1, -2).conj()
+    s *= 0.5
+    return np.matmul(np.swapaxes(linv, -1, -2).conj(), np.matmul(s, linv)).astype(g.dtype)
 
 
 def _cholesky_host(a: np.ndarray) -> np.ndarray:
@@ -168,6 +192,11 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -
     _check_square(op, A)
     _check_float(op, A)
     L = Cholesky.apply(A, bool(upper))
+    if host_loop(L):  # (the same info from L's NumPy array, without ~8 op dispatches)
+        info = wrap(_cholesky_info_host(L._data), L.device)
+        if check_errors:
+            _raise_not_pd("linalg.cholesky", info)
+        return CholeskyEx(fresh(L.mH) if upper else L, info)
     d = L.detach().diagonal(dim1=-2, dim2=-1)
     if d.dtype.is_complex:
         d = d.real
@@ -180,6 +209,19 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -
     if check_errors:
         _raise_not_pd("linalg.cholesky", info)
     return CholeskyEx(fresh(L.mH) if upper else L, info)  # (U: a new tensor, not a view)
+
+
+def _cholesky_info_host(low: np.ndarray) -> np.ndarray:
+    """cholesky_ex's info from L (..., n, n): per matrix 0, or 1 + the index of the first
+    diagonal entry that is not > 0 (NaN included); int32 of the batch shape."""
+    d = np.diagonal(low, axis1=-2, axis2=-1)
+    if d.dtype.kind == "c":
+        d = d.real
+    with np.errstate(invalid="ignore"):
+        bad = ~(d > 0)
+    if low.shape[-1] == 0:
+        return np.zeros(low.shape[:-2], np.int32)
+    return np.where(bad.any(-1), bad.argmax(-1) + 1, 0).astype(np.int32)
 
 
 class LinAlgError(RuntimeError):
