@@ -72,9 +72,15 @@ class ScatterReduce(Function):
     @staticmethod
     def forward(ctx, x, src, key, reduce, include_self):
         shape = x.shape
-        ones_src = ones_like(src, dtype=dtypes.to_real(src.dtype)) if src.dtype.is_complex \
-            else ones_like(src)
-        count = IndexAdd.apply(ones_src, key, shape)  # values sent to each target (real)
+        ctx.key, ctx.reduce, ctx.include_self = key, reduce, include_self
+        if include_self and reduce != "mean" and reduce != "sum" and not x.dtype.is_complex:
+            # combine(x, identity) is x exactly (x * 1, max(x, -inf), min(x, inf)) where
+            # nothing is scattered: no count and no where (the backward counts if it must)
+            y = _reduce_into(x, src, key, reduce)
+            ctx.count = None
+            ctx.save_for_backward(x, src, y if reduce in ("amax", "amin") else None)
+            return y
+        count = _count(src, key, shape)  # values sent to each target (real)
         hit = count > 0
         if reduce in ("sum", "mean"):
             total = IndexAdd.apply(src, key, shape)
@@ -86,13 +92,10 @@ class ScatterReduce(Function):
                 total = total / n if x.dtype.is_floating_point or x.dtype.is_complex \
                     else ew.floor_divide(total, n)
         else:
-            total = wrap(backend_of(x).index_reduce(shape, x.dtype.np, key, src._data, reduce),
-                         x.device)
-            if include_self:
-                combine = {"prod": ew.mul, "amax": ew.maximum, "amin": ew.minimum}[reduce]
-                total = combine(x, total)
+            total = _reduce_into(x, src, key, reduce) if include_self else wrap(
+                backend_of(x).index_reduce(shape, x.dtype.np, key, src._data, reduce), x.device)
         y = ew.where(hit, total, x)
-        ctx.key, ctx.reduce, ctx.include_self, ctx.count = key, reduce, include_self, count
+        ctx.count = count
         ctx.save_for_backward(x, src, y if reduce in ("amax", "amin") else None)
         return y
 
@@ -101,18 +104,22 @@ class ScatterReduce(Function):
         x, src, y = ctx.saved_tensors
         key, reduce, incl, count = ctx.key, ctx.reduce, ctx.include_self, ctx.count
         shape = x.shape
-        hit = count > 0
         if reduce == "sum":
             gx, gsrc = g, g[key]
         elif reduce == "mean":
             n = (count + 1 if incl else count).to(g.dtype)
             gx = g / ew.where(n == 0, 1, n)
             gsrc = gx[key]
+        elif reduce in ("amax", "amin") and not differentiable_formula() \
+                and _fast_prod(g, x, src):  # the same steps on the arrays
+            gx, gsrc = _extreme_grads_np(g._data, x._data, src._data, y._data, key, incl,
+                                         None if incl else count._data)
+            return wrap(gx, g.device), wrap(gsrc, g.device), None, None, None
         elif reduce in ("amax", "amin"):
             nan_y = y.isnan()  # a NaN result: every contributor counts, its share is NaN
             x_is = (x == y) | nan_y
             if not incl:
-                x_is = x_is & ew.logical_not(hit)
+                x_is = x_is & ew.logical_not(count > 0)
             src_is = (src == y[key]) | nan_y[key]
             k = x_is.to(g.dtype) + IndexAdd.apply(src_is.to(g.dtype), key, shape)
             share = ew.where(nan_y, float("nan"), g / ew.where(k == 0, 1, k))
@@ -120,8 +127,23 @@ class ScatterReduce(Function):
         else:
             gx, gsrc = _prod_grads(g, x, src, key, incl)
         if not incl:  # an input value that a scattered value replaced gets nothing
-            gx = ew.where(hit, 0, gx)
+            gx = ew.where(count > 0, 0, gx)
         return gx, gsrc, None, None, None
+
+
+def _count(src: Tensor, key, shape: tuple) -> Tensor:
+    """How many values of src ``key`` sends to each position of ``shape`` (real)."""
+    ones_src = ones_like(src, dtype=dtypes.to_real(src.dtype)) if src.dtype.is_complex \
+        else ones_like(src)
+    return IndexAdd.apply(ones_src, key, shape)
+
+
+def _reduce_into(x: Tensor, src: Tensor, key, reduce: str) -> Tensor:
+    """combine(x, the fold of src at key) for prod / amax / amin (the identity where
+    nothing is scattered)."""
+    total = wrap(backend_of(x).index_reduce(x.shape, x.dtype.np, key, src._data, reduce),
+                 x.device)
+    return {"prod": ew.mul, "amax": ew.maximum, "amin": ew.minimum}[reduce](x, total)
 
 
 def _prod_grads(g: Tensor, x: Tensor, src: Tensor, key, incl: bool) -> tuple:
@@ -186,12 +208,30 @@ def _prod_grads_np(g: np.ndarray, x: np.ndarray, src: np.ndarray, key,
                    incl: bool) -> tuple:
     """_prod_grads without create_graph on CPU float32/float64 arrays: its tgrad ops as
     the NumPy calls they run, in the same order (no nodes; bit-identical). g, x (shape),
-    src (the scattered values), key their targets in x."""
+    src (the scattered values), key their targets in x. Without a zero contributor every
+    product of the others is P_t / c (the selects that _prod_grads needs for zeros are
+    skipped: the same values)."""
     from tgrad.backends import numpy as be
     shape, dt = x.shape, g.dtype
     one = dt.type(1)
+    flat = be._flat_index(shape, key) if src.size else None  # (a[key] as a take: faster)
+
+    def at_key(a: np.ndarray) -> np.ndarray:  # a[key]
+        return a[key] if flat is None else np.take(a.reshape(-1), flat)
+
     with np.errstate(all="ignore"):
         src_zero = src == 0
+        x_zero = x == 0 if incl else None
+        if not src_zero.any() and not (incl and x_zero.any()):
+            # no zero: z == 0 everywhere, others = P / c (src_safe = src, x_safe = x);
+            # the product is 1 where nothing is scattered (index_reduce's identity), which
+            # is what _prod_grads' where(hit, ., 1) gives
+            product = be.index_reduce(shape, dt, key, src, "prod")
+            if incl:
+                product = product * x
+            gsrc = at_key(g) * (at_key(product) / src)
+            gx = g * (product / x) if incl else g
+            return gx, gsrc
         src_safe = np.where(src_zero, one, src)
         zeros_at = be.index_add(shape, dt, key, src_zero.astype(dt))
         hit = be.index_add(shape, dt, key, np.ones_like(src)) > 0
@@ -199,7 +239,6 @@ def _prod_grads_np(g: np.ndarray, x: np.ndarray, src: np.ndarray, key,
         src_bad = (~np.isfinite(src)).astype(dt)
         bad_at = be.index_add(shape, dt, key, src_bad)
         if incl:
-            x_zero = x == 0
             x_safe = np.where(x_zero, one, x)
             zeros_at = zeros_at + x_zero.astype(dt)
             product = product * x_safe
@@ -211,10 +250,39 @@ def _prod_grads_np(g: np.ndarray, x: np.ndarray, src: np.ndarray, key,
             return np.where(zero, np.where(z == 1, p, dead),
                             np.where(z == 0, p / safe, dead))
 
-        gsrc = g[key] * others(src_zero, src_safe, zeros_at[key], product[key],
-                               bad_at[key] - src_bad)
+        gsrc = at_key(g) * others(src_zero, src_safe, at_key(zeros_at), at_key(product),
+                                  at_key(bad_at) - src_bad)
         gx = g * others(x_zero, x_safe, zeros_at, product, bad_at - x_bad) if incl else g
     return gx, gsrc
+
+
+def _extreme_grads_np(g: np.ndarray, x: np.ndarray, src: np.ndarray, y: np.ndarray, key,
+                      incl: bool, count) -> tuple:
+    """ScatterReduce.backward's amax / amin rule without create_graph on CPU float32 /
+    float64 arrays: its tgrad ops as the NumPy calls they run, in the same order (no
+    nodes; bit-identical), including the include_self=False masking (count: the forward's
+    counts, None with include_self)."""
+    from tgrad.backends import numpy as be
+    shape, dt = x.shape, g.dtype
+    flat = be._flat_index(shape, key) if src.size else None  # (a[key] as a take: faster)
+
+    def at_key(a: np.ndarray) -> np.ndarray:  # a[key]
+        return a[key] if flat is None else np.take(a.reshape(-1), flat)
+
+    with np.errstate(all="ignore"):
+        nan_y = np.isnan(y)
+        x_is = (x == y) | nan_y
+        if not incl:
+            x_is &= ~(count > 0)
+        src_is = (src == at_key(y)) | at_key(nan_y)
+        k = x_is.astype(dt) + (be.index_add(shape, dt, key, src_is.astype(dt)) if src.size
+                               else np.zeros(shape, dt))
+        share = np.where(nan_y, dt.type(np.nan), g / np.where(k == 0, dt.type(1), k))
+        gx = x_is * share
+        gsrc = src_is * at_key(share)
+        if not incl:
+            gx = np.where(count > 0, dt.type(0), gx)
+    return gx.astype(dt, copy=False), gsrc.astype(dt, copy=False)
 
 
 register_op(ScatterReduce)
