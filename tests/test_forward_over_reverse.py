@@ -399,3 +399,27 @@ def test_accumulated_grad_keeps_its_tangent():
         # a plain (tangent-free) gradient accumulated in place leaves the tangent as it is
         (p * 2.0).sum().backward()
         np.testing.assert_allclose(tangent(p), _fd_grad_dir(xn, vn, 3.0), rtol=1e-6)
+
+
+def test_a_dual_grad_output_carries_its_tangent_through_cpu_fast_backwards():
+    # The backward of stack (g's views made directly) and of cholesky_solve (LAPACK on the
+    # CPU) have plain NumPy paths for when nothing is recorded; a dual grad_output inside a
+    # dual_level is recorded (forward AD of the backward): the gradient's tangent is the
+    # backward applied to the tangent (the vjp is linear in g), as with tgrad ops
+    rng = np.random.default_rng(3)
+    a = _t(rng.standard_normal((4, 4)))
+    spd = a @ a.mT + 4 * tgrad.eye(4, dtype=tgrad.float64)
+    low = tgrad.linalg.cholesky(spd).requires_grad_()
+    b = _t(rng.standard_normal((4, 2))).requires_grad_()
+    xs = [_t(rng.standard_normal(3)).requires_grad_() for _ in range(2)]
+    cases = [(lambda: tgrad.cholesky_solve(b, low), [b, low], (4, 2)),
+             (lambda: tgrad.stack(xs, 1), xs, (3, 2))]
+    for fn, inputs, shape in cases:
+        g, tangent = _t(rng.standard_normal(shape)), _t(rng.standard_normal(shape))
+        want = tgrad.autograd.grad(fn(), inputs, tangent)
+        with fwAD.dual_level():
+            got = tgrad.autograd.grad(fn(), inputs, fwAD.make_dual(g, tangent))
+            tangents = [fwAD.unpack_dual(x).tangent for x in got]
+        for t, w in zip(tangents, want):
+            assert t is not None
+            np.testing.assert_allclose(t.numpy(), w.numpy(), rtol=1e-12, atol=1e-12)

@@ -377,3 +377,26 @@ def test_bessel_jy_cpu_path_matches_the_composite(kind, dtype):
         want = sf._unary("bessel_" + kind, getattr(sf, "_" + kind), xt)  # the composite
         assert got.dtype is want.dtype and got.shape == want.shape and got.grad_fn is None
         np.testing.assert_array_equal(got.numpy().view(np.uint8), want.numpy().view(np.uint8))
+
+
+@pytest.mark.parametrize("dt", [tgrad.float32, tgrad.float64])
+def test_cpu_numpy_paths_of_0d_inputs_give_0d_arrays(dt):
+    # The CPU NumPy paths (polynomials by their recurrences, ldexp by np.ldexp) on a 0-d
+    # tensor: arithmetic on 0-d arrays gives NumPy scalars, which must not reach a tensor
+    # (in-place ops and views need an array); the values are the 1-element input's, the
+    # special values at the ends (x = 1) included
+    for x0 in (0.3, 1.0, -1.0):
+        for name in ("chebyshev_polynomial_t", "chebyshev_polynomial_u",
+                     "hermite_polynomial_h", "laguerre_polynomial_l",
+                     "legendre_polynomial_p", "shifted_chebyshev_polynomial_t"):
+            for n in (0, 1, 2, 5):
+                fn = getattr(tgrad.special, name)
+                r = fn(tgrad.tensor(x0, dtype=dt), n)
+                one = fn(tgrad.tensor([x0], dtype=dt), n)
+                assert r.shape == () and r.tolist() == one.tolist()[0], (name, n, x0)
+                r.add_(1.0)  # (a NumPy scalar inside raised here)
+                assert r.unsqueeze(0).shape == (1,)
+    y = tgrad.ldexp(tgrad.tensor(1.5, dtype=dt), tgrad.tensor(3))
+    assert y.shape == () and y.item() == 12.0
+    y.add_(1.0)
+    assert y.item() == 13.0 and y.unsqueeze(0).tolist() == [13.0]

@@ -39,14 +39,15 @@ def recurrence(x: np.ndarray, nn: int, q0: Callable[[np.ndarray], np.ndarray], f
                step: Step) -> np.ndarray:
     """q_n (a new array of x's shape and dtype) for nn >= 0: q_0 = 1, q_1 = q0(x), then
     q_k = step(k - 1, x, q_(k-1), q_(k-2)) for k = first + 1 .. nn (special_functions.
-    _three_term's and _chebyshev's recurrences, ``first`` their first k minus one)."""
+    _three_term's and _chebyshev's recurrences, ``first`` their first k minus one). (An
+    array also for a 0-d x, whose arithmetic gives NumPy scalars.)"""
     if nn == 0:
         return np.ones_like(x)
     p, q = np.ones_like(x), q0(x)
     with np.errstate(all="ignore"):
         for k in range(first + 1, nn + 1):
             p, q = q, step(k - 1.0, x, q, p)
-    return q if q is not x else x.copy()
+    return np.array(q) if q is x or not isinstance(q, np.ndarray) else q
 
 
 def three_term(x: np.ndarray, nn: int, q0, first: int, step: Step, cap: int | None,

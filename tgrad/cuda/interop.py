@@ -102,6 +102,7 @@ def _capsule_destructor(capsule_ptr) -> None:
 
 
 _BFLOAT = 4
+_NUMPY_READS_VERSIONED = np.lib.NumpyVersion(np.__version__) >= "2.1.0"
 
 
 def dtype_to_dl(dt: np.dtype) -> tuple[int, int]:
@@ -293,8 +294,9 @@ def from_dlpack(ext):
         # (a versioned capsule when the producer makes one: NumPy marks an array from a
         # legacy capsule read-only, as it cannot say whether writing is allowed, where
         # PyTorch's from_dlpack writes through)
-        try:
-            capsule = ext.__dlpack__(max_version=(1, 0))
+        try:  # (NumPy reads versioned capsules from 2.1 on)
+            capsule = (ext.__dlpack__(max_version=(1, 0)) if _NUMPY_READS_VERSIONED
+                       else ext.__dlpack__())
         except TypeError:
             capsule = ext.__dlpack__()
         if _managed(capsule)[0].dl_tensor.dtype.code == _BFLOAT:  # (NumPy cannot import it)

@@ -31,7 +31,6 @@ import numpy as np
 from tgrad import dtypes, return_types
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function, differentiable_formula
-from tgrad.autograd.grad_mode import STATE
 from tgrad.linalg import _host_lapack
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import broadcast_or_raise, fresh, require_tensor, wrap
@@ -422,7 +421,7 @@ class CholeskySolve(Function):
         L, X = ctx.saved_tensors
         upper = ctx.upper
         need_b, need_l = ctx.needs_input_grad[:2]
-        if STATE.enabled or ctx.linv is None:  # create_graph: tgrad ops, differentiable
+        if differentiable_formula() or ctx.linv is None:  # create_graph / forward AD: tgrad ops
             gB = cholesky_solve(gX, L, upper)
             gL = None
             if need_l:

@@ -139,7 +139,7 @@ class _LdexpIntCpu(Function):
         ctx.x_shape = x.shape
         ee = np.clip(e._data, -2200, 2200).astype(np.int32, copy=False)
         with np.errstate(all="ignore"):
-            return wrap(np.ldexp(x._data, ee), x.device)
+            return wrap(np.asarray(np.ldexp(x._data, ee)), x.device)  # (0-d: a scalar)
 
     @staticmethod
     def backward(ctx, g):

@@ -618,7 +618,8 @@ class Stack(Function):
     @staticmethod
     def backward(ctx, g):
         needs = ctx.needs_input_grad[1:]
-        if not STATE.enabled:  # no graph to record: the views g[..., i, ...] made directly
+        if not differentiable_formula():  # no graph or tangent to record: the views
+            # g[..., i, ...] made directly
             be, lead = backend_of(g), (slice(None),) * ctx.dim
             return (None, *[make_view(g, be.basic_index(g._data, lead + (i,))) if need
                             else None for i, need in enumerate(needs)])
