@@ -1,6 +1,7 @@
 """CPU (NumPy) forwards of erfinv, lgamma and polygamma (and, below, of erfc, erfcx, ndtr,
 log_ndtr, ndtri, with erfcx's and log_ndtr's backward factors, in the input's own dtype and
-bit-identical to the composites in float32 too): the formulas of tgrad.ops.erfs and
+bit-identical to the composites in float32 too, but float32 erfc, ndtr and ndtri: their own
+fits in float64, within 0.505 ulp of the float64 composites): the formulas of tgrad.ops.erfs and
 tgrad.ops.special (whose docstrings state the maths), evaluated on NumPy arrays instead of
 as hundreds of tgrad tensor ops.
 
@@ -410,7 +411,8 @@ def erfinv(y: np.ndarray) -> np.ndarray:
 # The composites of tgrad.ops.erfs on NumPy arrays in the input's own dtype (float32 stays
 # float32, as the composites compute it): the same operations per element in the same order,
 # each region on its own elements only, so float32 and float64 results are bit-identical to
-# the composites' (tests/test_special.py compares them; NaN payloads aside).
+# the composites' (tests/test_special.py compares them; NaN payloads aside), but float32
+# erfc, ndtr and ndtri (computed in float64 from their own fits: _erfc32_block ...).
 def blocked_native(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
     """fn (elementwise, on a 1-D array; it must not write to its argument) over x's elements
     in blocks of _BLOCK, in x's dtype; the result in x's dtype and memory layout (K order)."""
@@ -555,7 +557,8 @@ def log_ndtr_grad_factor(x: np.ndarray) -> np.ndarray:
 
 
 def erfc(x: np.ndarray) -> np.ndarray:
-    """erfc elementwise of a float32 / float64 array, in its dtype (bit-identical to erfs')."""
+    """erfc elementwise of a float32 / float64 array, in its dtype (float64: bit-identical to
+    erfs'; float32: its fit, within 0.505 ulp of the float64 composite)."""
     if x.dtype.itemsize <= 4:  # (float32: in float64, see _BLOCK32)
         return blocked(_erfc32_block, x, _BLOCK32)
     return blocked_native(_erfc_block, x)
@@ -680,7 +683,8 @@ def _lgamma_block(x: np.ndarray) -> np.ndarray:
 # for every float32 (docs/performance.md: an exhaustive sweep). For 0 < x < 2.5, with F a
 # fit of lgamma(2 + z) / z on [-1/2, 1/2] (so the roots 1, 2 keep a relative error):
 #   lgamma(x) = z F(z), z = x - 2 (x >= 3/2); z F(z) - log1p(z), z = x - 1 (x >= 1/2);
-#               x F(x) - log1p(x) - log(x) below (each z exact);
+#               x F(x) - log1p(x) - log(x) below (each z exact but x - 2 for
+#               x < 2^-29, which rounds: caught by the rounding check);
 # from 2.5 on, Stirling's series at t = x + 6 >= 8.5 (5 terms: ~1e-13) shifted back by the
 # recurrence: lgamma(x) = lgamma(t) - log(x (x + 1) ... (x + 5)) (cancelling <= 34-fold).
 _LGAMMA32_F = (0.42278433509979446, 0.32246703342348215, -0.06735230143541845,
