@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from tgrad.backends._numpy_special import blocked_native
+from tgrad.backends._numpy_special import _horner, blocked_native
 from tgrad.ops import special_functions as sf
 
 _PHASE0 = 0.785398163397448309615660845819875721  # pi / 4
@@ -20,13 +20,8 @@ _PHASE1 = 2.356194490192344928846982537459627163  # 3 pi / 4
 
 
 def _polevl(coefs, t: np.ndarray) -> np.ndarray:
-    """special_functions._polevl: t * 0 + c_0, then acc * t + c_k (in place)."""
-    acc = t * 0.0
-    acc += coefs[0]
-    for c in coefs[1:]:
-        acc *= t
-        acc += c
-    return acc
+    """special_functions._polevl (coefficients from the highest power): _horner's steps."""
+    return _horner(coefs[::-1], t)
 
 
 def _p1evl(coefs, t: np.ndarray) -> np.ndarray:

@@ -448,9 +448,6 @@ def _chol_apply(linv: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.matmul(np.swapaxes(linv, -1, -2).conj(), y)
 
 
-_WIDE = {np.dtype(np.float32): np.float64, np.dtype(np.complex64): np.complex128}
-
-
 def _diag_blocks(a: np.ndarray, t: int) -> np.ndarray:
     """The (b, m / t, t, t) view of the t x t diagonal blocks of a (b, m, m), contiguous."""
     b, m, _ = a.shape
@@ -473,7 +470,7 @@ def _tril_inv_host(low: np.ndarray) -> np.ndarray | None:
         return None
     batch = low.shape[:-2]
     m = 1 << (n - 1).bit_length()
-    wide = _WIDE.get(low.dtype, low.dtype)
+    wide = _host_lapack._WIDE.get(low.dtype, low.dtype)
     p = np.empty((int(np.prod(batch)), m, m), wide)
     p[:, :n, :n] = low.reshape(-1, n, n)
     if m > n:  # identity padding (its upper blocks are not read)
