@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from tgrad.backends._numpy_special import _horner, blocked_native
+from tgrad.backends._numpy_special import _horner, blocked_native, split_apply
 from tgrad.ops import bessel as b
 
 _RS = 1.0 / math.sqrt(2 * math.pi)
@@ -21,16 +21,7 @@ _RS = 1.0 / math.sqrt(2 * math.pi)
 def _split(a: np.ndarray, small_fn, big_fn) -> np.ndarray:
     """small_fn(a[idx]) where a < 20 (and NaN), big_fn(a[idx]) where a >= 20, each on its
     own elements (one call when every element is small)."""
-    is_big = a >= b._SWITCH
-    if not is_big.any():
-        return small_fn(a)
-    out = np.empty_like(a)
-    big = np.flatnonzero(is_big)
-    out[big] = big_fn(a.take(big))
-    small = np.flatnonzero(~is_big)
-    if small.size:
-        out[small] = small_fn(a.take(small))
-    return out
+    return split_apply(~(a >= b._SWITCH), small_fn, big_fn, a)
 
 
 def _series(nu: int, s: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from tgrad.backends._numpy_special import _horner, blocked_native
+from tgrad.backends._numpy_special import _horner, blocked_native, split_apply
 from tgrad.ops import special_functions as sf
 
 _PHASE0 = 0.785398163397448309615660845819875721  # pi / 4
@@ -44,24 +44,6 @@ def _hankel(a: np.ndarray, pp, pq, qp, qq, phase: float, sine: bool) -> np.ndarr
     return out * sf._SQRT_TWO_OVER_PI / np.sqrt(a)
 
 
-def _split(is_small: np.ndarray, small_fn, big_fn, n: int, dtype) -> np.ndarray:
-    """small_fn(idx) where is_small, big_fn(idx) elsewhere (idx: the flat indices), each on
-    its own elements; one call when the mask is uniform."""
-    if is_small.all():
-        return small_fn(None)
-    out = np.empty(n, dtype)
-    small = np.flatnonzero(is_small)
-    if small.size:
-        out[small] = small_fn(small)
-    big = np.flatnonzero(~is_small)
-    out[big] = big_fn(big)
-    return out
-
-
-def _take(v: np.ndarray, idx) -> np.ndarray:
-    return v if idx is None else v.take(idx)
-
-
 def _j0_series(s: np.ndarray) -> np.ndarray:
     """J0 for 0 <= s <= 5 (special_functions._j0's series; 1 - z/4 below 1e-5)."""
     z = s * s
@@ -82,17 +64,15 @@ def _j1_series(s: np.ndarray) -> np.ndarray:
 
 def _j0_block(x: np.ndarray) -> np.ndarray:
     a = np.abs(x)
-    return _split(a <= 5.0, lambda i: _j0_series(_take(a, i)),
-                  lambda i: _hankel(a.take(i), sf._J0_PP, sf._J0_PQ, sf._J0_QP, sf._J0_QQ,
-                                    _PHASE0, False), x.size, x.dtype)
+    return split_apply(a <= 5.0, _j0_series,
+                       lambda a: _hankel(a, sf._J0_PP, sf._J0_PQ, sf._J0_QP, sf._J0_QQ,
+                                         _PHASE0, False), a)
 
 
 def _j1_block(x: np.ndarray) -> np.ndarray:
-    a = np.abs(x)
-    return _split(a <= 5.0, lambda i: _j1_series(_take(x, i)),
-                  lambda i: np.sign(x.take(i)) * _hankel(
-                      a.take(i), sf._J1_PP, sf._J1_PQ, sf._J1_QP, sf._J1_QQ, _PHASE1, False),
-                  x.size, x.dtype)
+    return split_apply(np.abs(x) <= 5.0, _j1_series,
+                       lambda x: np.sign(x) * _hankel(np.abs(x), sf._J1_PP, sf._J1_PQ,
+                                                      sf._J1_QP, sf._J1_QQ, _PHASE1, False), x)
 
 
 def _y_small(x: np.ndarray, series_fn) -> np.ndarray:
@@ -121,15 +101,15 @@ def _y1_series(s: np.ndarray) -> np.ndarray:
 
 
 def _y0_block(x: np.ndarray) -> np.ndarray:
-    return _split(x <= 5.0, lambda i: _y_small(_take(x, i), _y0_series),
-                  lambda i: _hankel(x.take(i), sf._J0_PP, sf._J0_PQ, sf._J0_QP, sf._J0_QQ,
-                                    _PHASE0, True), x.size, x.dtype)
+    return split_apply(x <= 5.0, lambda x: _y_small(x, _y0_series),
+                       lambda x: _hankel(x, sf._J0_PP, sf._J0_PQ, sf._J0_QP, sf._J0_QQ,
+                                         _PHASE0, True), x)
 
 
 def _y1_block(x: np.ndarray) -> np.ndarray:
-    return _split(x <= 5.0, lambda i: _y_small(_take(x, i), _y1_series),
-                  lambda i: _hankel(x.take(i), sf._J1_PP, sf._J1_PQ, sf._J1_QP, sf._J1_QQ,
-                                    _PHASE1, True), x.size, x.dtype)
+    return split_apply(x <= 5.0, lambda x: _y_small(x, _y1_series),
+                       lambda x: _hankel(x, sf._J1_PP, sf._J1_PQ, sf._J1_QP, sf._J1_QQ,
+                                         _PHASE1, True), x)
 
 
 _BLOCKS = {"j0": _j0_block, "j1": _j1_block, "y0": _y0_block, "y1": _y1_block}

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tgrad.backends._numpy_special import _horner, erfc, lgamma
+from tgrad.backends._numpy_special import _horner, erfc, lgamma, on_elements
 from tgrad.ops._temme_coefs import D as _TEMME
 from tgrad.ops.incomplete_gamma import _CHECK_EVERY, _LGAM1P, _M_MINUS_LOG1P, _TERMS
 
@@ -174,13 +174,6 @@ def _special(a: np.ndarray, x: np.ndarray, upper: bool) -> np.ndarray:
     return 1.0 - lower_at if upper else lower_at
 
 
-def _branch(out: np.ndarray, at: np.ndarray, fn: Callable, *args) -> None:
-    """out[at] = fn(*(v[at] for v in args)) where ``at`` (a bool mask) holds anywhere."""
-    idx = np.flatnonzero(at)
-    if idx.size:
-        out[idx] = fn(*(v.take(idx) for v in args))
-
-
 def regularized(a: np.ndarray, x: np.ndarray, upper: bool) -> np.ndarray:
     """P(a, x) (Q with ``upper``) of two float64 arrays of one shape, as
     incomplete_gamma._regularized computes it (bit for bit), each element by its own
@@ -198,13 +191,13 @@ def regularized(a: np.ndarray, x: np.ndarray, upper: bool) -> np.ndarray:
         use_series = x < a + 1
         if upper:  # the composite's ``direct`` (on the elements outside the uniform region)
             direct = rest & (x <= 1.1) & np.where(x <= 0.5, a * np.log(x) >= -0.4, a <= x * 1.1)
-            _branch(out, direct, _upper_series, a, x)
+            on_elements(out, direct, _upper_series, a, x)
             rest &= ~direct
-            _branch(out, rest & use_series, lambda u, v: 1.0 - _lower_series(u, v), a, x)
-            _branch(out, rest & ~use_series, _upper_fraction, a, x)
+            on_elements(out, rest & use_series, lambda u, v: 1.0 - _lower_series(u, v), a, x)
+            on_elements(out, rest & ~use_series, _upper_fraction, a, x)
         else:
-            _branch(out, rest & use_series, _lower_series, a, x)
-            _branch(out, rest & ~use_series, lambda u, v: 1.0 - _upper_fraction(u, v), a, x)
-        _branch(out, uniform, lambda u, v: _temme(u, v, upper), a, x)
-        _branch(out, ~ok, lambda u, v: _special(u, v, upper), a, x)
+            on_elements(out, rest & use_series, _lower_series, a, x)
+            on_elements(out, rest & ~use_series, lambda u, v: 1.0 - _upper_fraction(u, v), a, x)
+        on_elements(out, uniform, lambda u, v: _temme(u, v, upper), a, x)
+        on_elements(out, ~ok, lambda u, v: _special(u, v, upper), a, x)
     return out.reshape(shape)

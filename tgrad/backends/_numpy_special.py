@@ -84,6 +84,27 @@ def blocked(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray,
     return out
 
 
+def on_elements(out: np.ndarray, mask: np.ndarray, fn: Callable, *args: np.ndarray) -> None:
+    """out[mask] = fn(*(v[mask] for v in args)), fn run on the masked elements only (out and
+    args 1-D); nothing where the mask holds nowhere."""
+    idx = np.flatnonzero(mask)
+    if idx.size:
+        out[idx] = fn(*(v.take(idx) for v in args))
+
+
+def split_apply(mask: np.ndarray, on_true: Callable, on_false: Callable,
+                *args: np.ndarray) -> np.ndarray:
+    """on_true(*args) where mask, on_false(*args) elsewhere, each on its own elements (1-D
+    args; the result like args[0]); one call on the whole arrays where mask holds
+    everywhere."""
+    if mask.all():
+        return on_true(*args)
+    out = np.empty_like(args[0])
+    on_elements(out, mask, on_true, *args)
+    on_elements(out, ~mask, on_false, *args)
+    return out
+
+
 def _horner(coefs: Sequence[float], t: np.ndarray) -> np.ndarray:
     """sum_k coefs[k] t^k, the operations of tgrad.ops.special._horner (t * 0 + c_last: NaN
     for a non-finite t)."""
