@@ -1,10 +1,12 @@
 """Inputs with special values for the bit-identity tests of the CPU fast paths (a NumPy path
-against the composite it replaces): NaNs with distinct payloads, +-inf, +-0; and the bytes
-two results are compared by."""
+against the composite it replaces): NaNs with distinct payloads, +-inf, +-0; a transposed
+(non-contiguous) leaf; and the bytes two results are compared by."""
 
 from __future__ import annotations
 
 import numpy as np
+
+import tgrad
 
 _UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
@@ -33,3 +35,20 @@ def mixed_specials(shape: tuple, dt, rng: np.random.Generator,
 def raw_bytes(a: np.ndarray) -> bytes:
     """a's elements' bytes in C order (any layout)."""
     return np.ascontiguousarray(a).tobytes()
+
+
+def nan_canonical(a: np.ndarray) -> bytes:
+    """a's bytes with every NaN as np.nan (NaN payloads and signs aside; float16 compared as
+    float32); the rest bit for bit."""
+    a = np.array(a, dtype=np.float32 if a.dtype == np.float16 else a.dtype)
+    a[np.isnan(a)] = np.nan
+    return a.tobytes()
+
+
+def layout_leaf(xn: np.ndarray, layout: str) -> tgrad.Tensor:
+    """xn as a leaf requiring grad: C-contiguous (layout "c") or through a transposed copy
+    (a non-contiguous view)."""
+    if layout == "c":
+        return tgrad.tensor(xn, requires_grad=True)
+    base = tgrad.tensor(np.ascontiguousarray(np.swapaxes(xn, -1, -2)))
+    return base.transpose(-1, -2).detach().requires_grad_(True)

@@ -60,21 +60,30 @@ def _run(c: dict, noncontig: bool = False) -> list:
     return [y.shape, y.dtype.name, y.detach().numpy().tobytes(), w.grad.numpy().tobytes()]
 
 
-def _both(monkeypatch, c: dict, noncontig: bool) -> tuple:
+def _spied_run(monkeypatch, kernel: str, c: dict, noncontig: bool) -> tuple:
+    """_run(c) with _numpy_bag.<kernel> spied on: (the results, whether it was called)."""
     calls = []
-    fwd = _numpy_bag.segment_sums
+    fwd = getattr(_numpy_bag, kernel)
 
     def spy(*a):
         calls.append(1)
         return fwd(*a)
     with monkeypatch.context() as m:
-        m.setattr(_numpy_bag, "segment_sums", spy)
-        fast = _run(c, noncontig)
-    assert calls
+        m.setattr(_numpy_bag, kernel, spy)
+        return _run(c, noncontig), bool(calls)
+
+
+def _composite_run(monkeypatch, gate: str, c: dict, noncontig: bool) -> list:
+    """_run(c) with _embedding_bag.<gate> saying no: the composite's results."""
     with monkeypatch.context() as m:
-        m.setattr(_embedding_bag, "_fast_bag", lambda *a: False)
-        slow = _run(c, noncontig)
-    return fast, slow
+        m.setattr(_embedding_bag, gate, lambda *a: False)
+        return _run(c, noncontig)
+
+
+def _both(monkeypatch, c: dict, noncontig: bool) -> tuple:
+    fast, called = _spied_run(monkeypatch, "segment_sums", c, noncontig)
+    assert called
+    return fast, _composite_run(monkeypatch, "_fast_bag", c, noncontig)
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
@@ -167,20 +176,9 @@ def _max_case(rng, dt, trial: int) -> dict:
 
 
 def _max_both(monkeypatch, c: dict, noncontig: bool) -> tuple:
-    calls = []
-    fwd = _numpy_bag.segment_first_max
-
-    def spy(*a):
-        calls.append(1)
-        return fwd(*a)
-    with monkeypatch.context() as m:
-        m.setattr(_numpy_bag, "segment_first_max", spy)
-        fast = _run(c, noncontig)
-    assert calls or c["idx"].size == 0 or (c["offsets"] is not None and c["ilo"])
-    with monkeypatch.context() as m:
-        m.setattr(_embedding_bag, "_fast_max", lambda *a: False)
-        slow = _run(c, noncontig)
-    return fast, slow
+    fast, called = _spied_run(monkeypatch, "segment_first_max", c, noncontig)
+    assert called or c["idx"].size == 0 or (c["offsets"] is not None and c["ilo"])
+    return fast, _composite_run(monkeypatch, "_fast_max", c, noncontig)
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from special_values import mixed_specials, raw_bytes
+from special_values import layout_leaf, mixed_specials, nan_canonical, raw_bytes
 
 import tgrad
 import tgrad.nn.functional as F
@@ -40,20 +40,6 @@ def _values(shape: tuple, dt, seed: int) -> np.ndarray:
     return mixed_specials(shape, dt, np.random.default_rng(abs(seed)))
 
 
-def _nan_canonical(a: np.ndarray) -> bytes:
-    a = np.array(a)
-    a[np.isnan(a)] = np.nan
-    return a.tobytes()
-
-
-def _input(xn: np.ndarray, layout: str) -> tgrad.Tensor:
-    """xn as a leaf, C-contiguous or through a transposed copy (a non-contiguous view)."""
-    if layout == "c":
-        return tgrad.tensor(xn, requires_grad=True)
-    base = tgrad.tensor(np.ascontiguousarray(np.swapaxes(xn, -1, -2)))
-    return base.transpose(-1, -2).detach().requires_grad_(True)
-
-
 def _run(fn, x: tgrad.Tensor, gn: np.ndarray, create_graph: bool = False):
     y = fn(x)
     (gx,) = tgrad.autograd.grad(y, x, tgrad.tensor(gn), create_graph=create_graph)
@@ -65,20 +51,20 @@ def _check_against_composite(monkeypatch, fn, xn: np.ndarray, layout: str,
     """fn on x: the fast path against the composite (``_interpolate._fast`` False): the
     forward bit for bit (NaNs as NaN unless ``copy``, see the module docstring); the plain
     backward and the create_graph one (the composite's)."""
-    y_fast = fn(_input(xn, layout)).detach().numpy()
+    y_fast = fn(layout_leaf(xn, layout)).detach().numpy()
     gn = _values(y_fast.shape, xn.dtype, 7)
-    y_fast, g_fast = _run(fn, _input(xn, layout), gn)
-    y_graph, g_graph = _run(fn, _input(xn, layout), gn, create_graph=True)
+    y_fast, g_fast = _run(fn, layout_leaf(xn, layout), gn)
+    y_graph, g_graph = _run(fn, layout_leaf(xn, layout), gn, create_graph=True)
     with monkeypatch.context() as m:
         m.setattr(_interpolate, "_fast", lambda t: False)
-        y_ref, g_ref = _run(fn, _input(xn, layout), gn)
+        y_ref, g_ref = _run(fn, layout_leaf(xn, layout), gn)
     assert y_fast.shape == y_ref.shape and y_fast.dtype == y_ref.dtype
-    assert _nan_canonical(y_fast) == _nan_canonical(y_ref) == _nan_canonical(y_graph)
+    assert nan_canonical(y_fast) == nan_canonical(y_ref) == nan_canonical(y_graph)
     if copy:  # (the nearest modes: a copy, NaN payloads too)
         assert raw_bytes(y_fast) == raw_bytes(y_ref) == raw_bytes(y_graph)
     assert g_fast.shape == xn.shape and g_fast.dtype == xn.dtype
-    assert _nan_canonical(g_fast) == _nan_canonical(g_ref)
-    assert _nan_canonical(g_graph) == _nan_canonical(g_ref)
+    assert nan_canonical(g_fast) == nan_canonical(g_ref)
+    assert nan_canonical(g_graph) == nan_canonical(g_ref)
 
 
 def _kwargs(mode: str, spatial: tuple, size: dict, align) -> dict:
@@ -150,7 +136,7 @@ def test_reduce_probe_and_rank_plan():
     ref = np.zeros((3, 7, 2))
     np.add.at(ref, (slice(None), index), v)
     out = _numpy_interp._scatter(v, 1, 7, index)
-    assert _nan_canonical(out + 0.0) == _nan_canonical(ref)
+    assert nan_canonical(out + 0.0) == nan_canonical(ref)
 
 
 @pytest.mark.parametrize("mode,shape,kw", [

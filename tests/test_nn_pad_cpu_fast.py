@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from special_values import mixed_specials, raw_bytes
+from special_values import layout_leaf, mixed_specials, nan_canonical, raw_bytes
 
 import tgrad
 import tgrad.nn.functional as F
@@ -47,20 +47,11 @@ def _values(shape: tuple, dt, seed: int) -> np.ndarray:
     return mixed_specials(shape, dt, np.random.default_rng(abs(seed)))
 
 
-def _nan_canonical(a: np.ndarray) -> bytes:
-    """a's bytes with every NaN as np.nan (see the module docstring); the rest bit for bit."""
-    a = np.array(a, dtype=np.float32 if a.dtype == np.float16 else a.dtype)
-    a[np.isnan(a)] = np.nan
-    return a.tobytes()
-
-
 def _input(xn: np.ndarray, layout: str) -> tgrad.Tensor:
-    """xn as a leaf, C-contiguous or through a transposed copy (a non-contiguous view)."""
-    if layout == "c":
-        return tgrad.tensor(xn, requires_grad=True)
-    base = tgrad.tensor(np.ascontiguousarray(np.swapaxes(xn, -1, -2)))
-    x = base.transpose(-1, -2).detach().requires_grad_(True)
-    assert not x.is_contiguous() or min(xn.shape[-2:]) <= 1 or not xn.size
+    """layout_leaf(xn, layout); the transposed one checked non-contiguous."""
+    x = layout_leaf(xn, layout)
+    if layout != "c":
+        assert not x.is_contiguous() or min(xn.shape[-2:]) <= 1 or not xn.size
     return x
 
 
@@ -89,8 +80,8 @@ def _check_against_composite(monkeypatch, module, fn, xn: np.ndarray, seed: int,
     assert raw_bytes(y_fast) == raw_bytes(y_ref) and raw_bytes(y_graph) == raw_bytes(y_ref)
     if grad:
         assert g_fast.shape == xn.shape and g_fast.dtype == xn.dtype
-        assert _nan_canonical(g_fast) == _nan_canonical(g_ref)
-        assert _nan_canonical(g_graph) == _nan_canonical(g_ref)
+        assert nan_canonical(g_fast) == nan_canonical(g_ref)
+        assert nan_canonical(g_graph) == nan_canonical(g_ref)
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
@@ -134,7 +125,7 @@ def test_index_pad_unbatched_halves_and_integers(monkeypatch, mode):
             y2 = fn(x2)
             (gx2,) = tgrad.autograd.grad(y2, x2, g)
         assert raw_bytes(y.float().detach().numpy()) == raw_bytes(y2.float().detach().numpy())
-        assert _nan_canonical(gx.float().numpy()) == _nan_canonical(gx2.float().numpy())
+        assert nan_canonical(gx.float().numpy()) == nan_canonical(gx2.float().numpy())
     xi = tgrad.tensor(np.arange(2 * 3 * 4 * 5).reshape(2, 3, 4, 5))
     ref = np.pad(xi.numpy(), [(0, 0), (0, 0), (1, 3), (2, 1)],
                  mode={"reflect": "reflect", "replicate": "edge"}[mode])
