@@ -418,3 +418,35 @@ def _view_then_retranspose(t):
     b.t_()
     return v.sin() * 2
 
+
+
+
+# ------------------------------------------------------------------ the backend's as_strided
+def _overlapping_rows(a: np.ndarray) -> np.ndarray:
+    """(3, 3) rows of a's memory one element apart: no flat buffer (its base is NumPy's
+    DummyArray), so the backend takes its np.lib.stride_tricks fallback."""
+    return np.lib.stride_tricks.as_strided(a, (3, 3), (8, 8))
+
+
+@pytest.mark.parametrize("make", [
+    lambda a: a,  # contiguous: built on a itself
+    lambda a: a[:, 1:],  # a strided view: built on its contiguous base
+    lambda a: np.asfortranarray(a),  # Fortran order
+    _overlapping_rows,
+])
+@pytest.mark.parametrize("shape, strides, offset", [((3, 2), (2, 3), 1), ((4,), (1,), 2),
+                                                    ((0,), (1,), 4), ((2, 2), (0, 1), 0)])
+def test_backend_as_strided_reads_memory_from_the_offset(make, shape, strides, offset):
+    from tgrad.backends import numpy as np_backend
+    a = np.arange(12.0).reshape(3, 4)
+    x = make(a)
+    root = x if x.flags.forc else a  # the memory x's elements lie in
+    start = (x.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // 8
+    memory = root.ravel(order="K")[start:]  # from x's first element
+    want = np.array([memory[offset + sum(i * s for i, s in zip(idx, strides))]
+                     for idx in np.ndindex(*shape)]).reshape(shape)
+    got = np_backend.as_strided(x, shape, strides, offset)
+    assert got.strides == tuple(s * 8 for s in strides)
+    np.testing.assert_array_equal(got, want)
+    x.flags.writeable = False  # a read-only x gives a read-only view
+    assert not np_backend.as_strided(x, shape, strides, offset).flags.writeable

@@ -701,41 +701,46 @@ class Tensor:
         """``to(dtype)``, ``to(device)``, ``to(device, dtype)`` or ``to(other_tensor)``."""
         return _to(self, *args, **kwargs)
 
+    def _cast(self, dtype) -> Tensor:
+        """self when it has ``dtype`` already (as to(dtype), without its argument parsing:
+        x.float() is x for a float32 x), else to(dtype)."""
+        return self if self._dtype is dtype else self.to(dtype)
+
     def float(self) -> Tensor:
-        return self.to(dtypes.float32)
+        return self._cast(dtypes.float32)
 
     def double(self) -> Tensor:
-        return self.to(dtypes.float64)
+        return self._cast(dtypes.float64)
 
     def half(self) -> Tensor:
-        return self.to(dtypes.float16)
+        return self._cast(dtypes.float16)
 
     def bfloat16(self) -> Tensor:
-        return self.to(dtypes.bfloat16)
+        return self._cast(dtypes.bfloat16)
 
     def long(self) -> Tensor:
-        return self.to(dtypes.int64)
+        return self._cast(dtypes.int64)
 
     def int(self) -> Tensor:
-        return self.to(dtypes.int32)
+        return self._cast(dtypes.int32)
 
     def short(self) -> Tensor:
-        return self.to(dtypes.int16)
+        return self._cast(dtypes.int16)
 
     def char(self) -> Tensor:
-        return self.to(dtypes.int8)
+        return self._cast(dtypes.int8)
 
     def byte(self) -> Tensor:
-        return self.to(dtypes.uint8)
+        return self._cast(dtypes.uint8)
 
     def bool(self) -> Tensor:
-        return self.to(dtypes.bool_)
+        return self._cast(dtypes.bool_)
 
     def cfloat(self) -> Tensor:
-        return self.to(dtypes.complex64)
+        return self._cast(dtypes.complex64)
 
     def cdouble(self) -> Tensor:
-        return self.to(dtypes.complex128)
+        return self._cast(dtypes.complex128)
 
     def cpu(self, memory_format=None) -> Tensor:
         """This tensor on the CPU (itself if it is there); ``memory_format`` as ``to``'s."""

@@ -373,9 +373,30 @@ def strided_memory(x: np.ndarray, root: np.ndarray, offset: int, shape: tuple, d
     return arr
 
 
-def as_strided(x: np.ndarray, shape: tuple, strides: tuple) -> np.ndarray:
+def as_strided(x: np.ndarray, shape: tuple, strides: tuple, offset: int = 0) -> np.ndarray:
+    """The view of ``shape`` and element ``strides`` whose first element is ``offset``
+    elements past x's. Built by np.ndarray on x's memory when x (or the array it views) is
+    one flat buffer: 0.2 µs, where np.lib.stride_tricks.as_strided (its fallback: x without
+    such a buffer, or a geometry reaching outside it, which the constructor refuses) takes 2."""
     item = x.itemsize
-    return np.lib.stride_tricks.as_strided(x, shape, tuple(s * item for s in strides))
+    byte_strides = tuple([s * item for s in strides])
+    mem, start = x, offset * item
+    if not x.flags.forc:
+        while not mem.flags.forc and isinstance(mem.base, np.ndarray):
+            mem = mem.base
+        start += x.__array_interface__["data"][0] - mem.__array_interface__["data"][0]
+    if mem.flags.forc and start >= 0:
+        try:
+            arr = np.ndarray(shape, x.dtype, mem, start, byte_strides)
+        except ValueError:  # outside mem's bytes (an overlapping geometry past its end)
+            pass
+        else:
+            if not x.flags.writeable:
+                arr.flags.writeable = False
+            return arr
+    if offset:  # (x's element ``offset`` as a 1-element array to start from)
+        x = np.lib.stride_tricks.as_strided(x, (offset + 1,), (item,))[offset:]
+    return np.lib.stride_tricks.as_strided(x, shape, byte_strides)
 
 
 # ---------------------------------------------------------------- elementwise

@@ -300,8 +300,9 @@ def squeeze(x: DeviceArray, dims: tuple) -> DeviceArray:
     return x.view(*squeeze_geometry(x.shape, x.estrides, dims))
 
 
-def as_strided(x: DeviceArray, shape: tuple, strides: tuple) -> DeviceArray:
-    return x.view(tuple(shape), tuple(strides))
+def as_strided(x: DeviceArray, shape: tuple, strides: tuple, offset: int = 0) -> DeviceArray:
+    """The view of ``shape`` and element ``strides`` from ``offset`` elements past x's first."""
+    return x.view(tuple(shape), tuple(strides), x.offset + offset)
 
 
 # ---------------------------------------------------------------- elementwise

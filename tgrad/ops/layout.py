@@ -84,15 +84,11 @@ class Diagonal(Function):
         r0, c0 = max(-offset, 0), max(offset, 0)
         length = max(0, min(x.shape[d1] - r0, x.shape[d2] - c0))
         rest = [k for k in range(x.ndim) if k not in (d1, d2)]
-        be = backend_of(x)
-        start = x._data
-        if length:  # the first element of the diagonal (strides unchanged)
-            key = [slice(None)] * x.ndim
-            key[d1], key[d2] = slice(r0, None), slice(c0, None)
-            start = be.basic_index(x._data, tuple(key))
         st = x.stride()
-        arr = be.as_strided(start, tuple(x.shape[k] for k in rest) + (length,),
-                            tuple(st[k] for k in rest) + (st[d1] + st[d2],))
+        arr = backend_of(x).as_strided(  # from the diagonal's first element, (r0, c0)
+            x._data, tuple([x.shape[k] for k in rest]) + (length,),
+            tuple([st[k] for k in rest]) + (st[d1] + st[d2],),
+            r0 * st[d1] + c0 * st[d2] if length else 0)
         ctx.shape, ctx.args = x.shape, (offset, d1, d2)
         return make_view(x, arr)
 

@@ -15,6 +15,7 @@ from tgrad.autograd.function import Function, expandable
 from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
+    backend_of,
     register_op,
     require_tensor,
     rounded_to,
@@ -333,7 +334,9 @@ class Trace(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.shape = x.shape
-        return x.diagonal().sum()  # (a strided view of x: its diagonal is not copied)
+        be, (s0, s1) = backend_of(x), x.stride()  # the diagonal: a strided view, not copied
+        diagonal = be.as_strided(x._data, (min(x.shape),), (s0 + s1,))
+        return wrap(be.sum_(diagonal, (0,), False), x.device)
 
     @staticmethod
     def backward(ctx, g):

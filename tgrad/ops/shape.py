@@ -547,7 +547,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:  # 
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:  # nothing to merge: the tensor itself, as PyTorch's (x.flatten() is x, 1-D x)
         return input
-    shape = input.shape[:s] + (int(np.prod(input.shape[s:e + 1], dtype=np.int64)),) + \
+    shape = input.shape[:s] + (math.prod(input.shape[s:e + 1]),) + \
         input.shape[e + 1:]
     return reshape(input, shape)
 
@@ -666,26 +666,34 @@ def cat(tensors, dim: int = 0, *, axis: int | None = None) -> Tensor:
     if axis is not None:
         dim = _dim_alias("cat", dim, axis)
     xs = _tensor_list("cat", tensors)
-    same_device("cat", *xs)
-    dt = dtypes.result_type(*xs) if len(xs) > 1 else xs[0].dtype
+    dt0, dev0 = xs[0]._dtype, xs[0]._device
+    uniform = True  # one dtype and one device object: nothing to check or promote
+    for x in xs:
+        if x._dtype is not dt0 or x._device is not dev0:
+            uniform = False
+            same_device("cat", *xs)
+            break
     full = [x for x in xs if not _legacy_empty(x)]
     ref = full[0] if full else xs[0]
     if ref.ndim == 0:
         raise RuntimeError("cat(): zero-dimensional tensor (at position 0) cannot be "
                            "concatenated")
     d = _wrap_dim(dim, ref.ndim, "cat") if full else 0
+    shape = ref.shape
+    head, tail = shape[:d], shape[d + 1:]  # what the others must match
     for i, x in enumerate(xs):
-        if _legacy_empty(x):
+        s = x.shape
+        if s == shape or (len(s) == 1 and not s[0]):  # (a legacy empty one is skipped)
             continue
-        if x.ndim != ref.ndim:
+        if len(s) != len(shape):
             raise RuntimeError(f"cat(): Tensors must have same number of dimensions: got "
-                               f"{ref.ndim} and {x.ndim} (tensor number {i})")
-        for k in range(ref.ndim):
-            if k != d and x.shape[k] != ref.shape[k]:
-                raise RuntimeError(f"cat(): Sizes of tensors must match except in dimension "
-                                   f"{d}. Expected size {ref.shape[k]} but got size "
-                                   f"{x.shape[k]} for tensor number {i} in the list.")
-    return Cat.apply(d, *_promoted(xs, dt))
+                               f"{len(shape)} and {len(s)} (tensor number {i})")
+        if s[:d] != head or s[d + 1:] != tail:
+            k = next(k for k in range(len(s)) if k != d and s[k] != shape[k])
+            raise RuntimeError(f"cat(): Sizes of tensors must match except in dimension "
+                               f"{d}. Expected size {shape[k]} but got size "
+                               f"{s[k]} for tensor number {i} in the list.")
+    return Cat.apply(d, *(xs if uniform else _promoted(xs)))
 
 
 def concat(tensors, dim: int = 0, *, axis: int | None = None) -> Tensor:
