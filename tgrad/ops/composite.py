@@ -33,8 +33,9 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import no_grad
+from tgrad.backends import _numpy_binary as _np_bin
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
     broadcast_or_raise,
@@ -455,6 +456,15 @@ def _lerp_value(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
     return rounded_to(out, half)
 
 
+def _np_lerp(input: Tensor, end: Tensor, weight: Tensor) -> bool:  # noqa: A002
+    """Whether lerp's three tensors are CPU float32/float64 of one dtype, whose forward
+    may run _numpy_binary's steps (the composition's, the same bits)."""
+    dt = input.dtype
+    return input._device.type == "cpu" and end._device.type == "cpu" \
+        and weight._device.type == "cpu" and end.dtype is dt and weight.dtype is dt \
+        and _np_bin.fast_dtype(dt.np)
+
+
 class LerpScalar(Function):
     """y = lerp(input, end, w) for a Python number w;  d input = g (1 - conj(w)),
     d end = g conj(w) (PyTorch's formulas: w = 0 with an infinite g gives d input = inf)."""
@@ -484,16 +494,27 @@ class LerpTensor(Function):
     @staticmethod
     def forward(ctx, input, end, weight):  # noqa: A002
         need_i, need_e, need_w = ctx.needs_input_grad
+        ctx.dtype = input.dtype
         # weight for input's or end's gradient, input and end for weight's: saved only when
         # read (PyTorch's: no version error for one that no gradient reads)
         ctx.save_for_backward(input if need_w else None, end if need_w else None,
                               weight if need_i or need_e else None)
+        if _np_lerp(input, end, weight):  # the same steps on the arrays (_numpy_binary)
+            return wrap(_np_bin.lerp(input._data, end._data, weight._data), input.device)
         return _lerp_value(input, end, weight)
 
     @staticmethod
     def backward(ctx, g):
         input, end, weight = ctx.saved_tensors  # noqa: A001
         need_i, need_e, need_w = ctx.needs_input_grad
+        if not differentiable_formula() and g._device.type == "cpu" \
+                and g.dtype is ctx.dtype and _np_bin.fast_dtype(g.dtype.np):
+            w = weight._data if need_i or need_e else None
+            gi, ge, gw = _np_bin.lerp_grads(g._data, input._data if need_w else None,
+                                            end._data if need_w else None, w)
+            dev = g.device
+            return (wrap(gi, dev) if need_i else None, wrap(ge, dev) if need_e else None,
+                    wrap(gw, dev) if need_w else None)
         return (g * (1 - weight).conj() if need_i else None,
                 g * weight.conj() if need_e else None,
                 g * (end - input).conj() if need_w else None)

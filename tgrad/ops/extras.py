@@ -15,7 +15,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
-from tgrad.autograd.function import Function, fw_level
+from tgrad.autograd.function import Function, differentiable_formula, fw_level
 from tgrad.autograd.grad_mode import is_grad_enabled
 from tgrad.cuda.index_errors import DeviceIndexError
 from tgrad.ops import composite as cp
@@ -149,19 +149,31 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,  # 
 inplace_method("nan_to_num_", nan_to_num)
 
 
+_NATIVE_FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
+
+
 class _NanToNum(Function):
-    """y = nan_to_num(x) (computed before, ``out``: same shape and dtype as x);
-    dx = g where x is finite, else 0 (a where of tgrad ops: differentiable again)."""
+    """y = nan_to_num(x) (computed before, ``out``: same shape and dtype as x; CPU only);
+    dx = g where x is finite, else 0: a where of tgrad ops (differentiable again) under
+    ``differentiable_formula``, else the backend's bool-mask product (the same bits: g's,
+    or +0.0). The mask of NumPy's float16/32/64 is np.isfinite's (the same as ew.isfinite's
+    x == x and |x| != inf, in one pass)."""
 
     node_name = "NanToNumBackward0"
 
     @staticmethod
     def forward(ctx, x, out):
-        ctx.finite = ew.isfinite(x)  # (the mask, not x: nan_to_num_ overwrites x)
+        # (the mask, not x: nan_to_num_ overwrites x)
+        ctx.finite = wrap(np.asarray(np.isfinite(x._data)), x.device) \
+            if x._data.dtype in _NATIVE_FLOATS else ew.isfinite(x)
         return out
 
     @staticmethod
     def backward(ctx, g):
+        if not differentiable_formula() and g._device.type == "cpu" \
+                and g._data.dtype in _NATIVE_FLOATS:
+            from tgrad.backends import numpy as np_backend
+            return wrap(np_backend._masked_product(g._data, ctx.finite._data), g.device), None
         return ew.where(ctx.finite, g, 0.0), None
 
 

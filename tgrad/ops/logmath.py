@@ -45,8 +45,9 @@ import math
 import numpy as np
 
 from tgrad import dtypes, return_types
-from tgrad.autograd.function import Function, differentiable_formula
+from tgrad.autograd.function import Function, differentiable_formula, fw_level
 from tgrad.autograd.grad_mode import is_grad_enabled, no_grad
+from tgrad.backends import _numpy_binary as _np_bin
 from tgrad.backends import numpy as np_backend
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
@@ -246,17 +247,27 @@ def _hypot_value(a: Tensor, b: Tensor) -> Tensor:
     return ew.where(inf, math.inf, m * ew.sqrt(r * r + 1.0))
 
 
+def _np_pair(a: Tensor, b: Tensor) -> bool:
+    """Whether a and b are CPU tensors of one float32/float64 dtype, whose op may run
+    _numpy_binary's steps on their arrays."""
+    return a._device.type == "cpu" and b._device.type == "cpu" and a.dtype is b.dtype \
+        and _np_bin.fast_dtype(a.dtype.np)
+
+
 class _Hypot(Function):
     """y = hypot(a, b) (``_hypot_value``);  da = g a / y, db = g b / y, 0 where y is 0 or
     infinite (deliberate: PyTorch's is NaN there; docs/design.md), differentiable again, so
     the second derivatives are b^2 / y^3, -ab / y^3 and a^2 / y^3 at ties and on the axes
-    too (the composite's max / min / abs kinks gave 0 there)."""
+    too (the composite's max / min / abs kinks gave 0 there). On the CPU (float32/float64)
+    the forward, and the backward when no graph is recorded (``differentiable_formula``),
+    run _numpy_binary's steps (the same bits)."""
 
     node_name = "HypotBackward0"
 
     @staticmethod
     def forward(ctx, a, b):
-        y = _hypot_value(a, b)
+        y = wrap(_np_bin.hypot(a._data, b._data), a.device) if _np_pair(a, b) \
+            else _hypot_value(a, b)
         need_a, need_b = ctx.needs_input_grad
         # each input saved only for its own gradient (PyTorch's: no version error for an
         # input that needs none, changed in place after)
@@ -267,6 +278,12 @@ class _Hypot(Function):
     def backward(ctx, g):
         a, b, y = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
+        if not differentiable_formula() and g.dtype is y.dtype and _np_pair(g, y):
+            dev = g.device  # (g has y's shape: the broadcast one)
+            return (wrap(_np_bin.hypot_grad(g._data, a._data, y._data), dev) if need_a
+                    else None,
+                    wrap(_np_bin.hypot_grad(g._data, b._data, y._data), dev) if need_b
+                    else None)
         off = ew.logical_or(ew.eq(y, 0.0), ew.isinf(y))  # the gradient's 0 (stand-ins: no
         y = ew.where(off, 1.0, y)  # NaN from 0/0 or inf/inf, in this backward or the next)
         return (g * ew.where(off, 0.0, a) / y if need_a else None,
@@ -280,6 +297,8 @@ def hypot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     (a, b), half = widen_halves(*_float_pair("hypot", input, other))
     if is_grad_enabled() and (a.requires_grad or b.requires_grad):
         return rounded_to(_Hypot.apply(a, b), half)
+    if _np_pair(a, b) and fw_level() is None:  # (forward AD: the composite's tangents)
+        return rounded_to(wrap(_np_bin.hypot(a._data, b._data), a.device), half)
     return rounded_to(_hypot_value(a, b), half)
 
 
@@ -329,6 +348,37 @@ class _CopysignTensor(Function):
         return ew.where(flip, -g, g), zero
 
 
+class _CopysignFast(Function):
+    """CPU float32/float64 copysign of two tensors of one dtype (_numpy_binary: the sign
+    bit of input replaced by other's, the bits of the composite |input| then
+    ``_CopysignTensor``), one node:  d input = where(signbit(other), -g, g) sign(input)
+    (``_CopysignTensor``'s then abs's backward; PyTorch's g result / input, 0 at input =
+    0), d other = 0 (a zero tensor, as PyTorch's). The backward runs _numpy_binary's steps
+    unless a graph is recorded (``differentiable_formula``: then tgrad ops)."""
+
+    node_name = "CopysignBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a)
+        # the sign bits of b, kept (not b: an in-place change of b after is no error)
+        ctx.sign = _np_bin.sign_bits(b._data)
+        ctx.other_shape = b.shape
+        return wrap(_np_bin.copysign(a._data, b._data), a.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        zero = zeros(ctx.other_shape, dtype=g.dtype, device=g.device) if need_b else None
+        if not need_a:
+            return None, zero
+        if not differentiable_formula() and g.dtype is a.dtype and g._device.type == "cpu":
+            return wrap(_np_bin.copysign_grad(g._data, a._data, ctx.sign), g.device), zero
+        flip = ew.lt(wrap(ctx.sign, a.device), 0)
+        return ew.where(flip, -g, g) * ew.sign(a), zero
+
+
 @tensor_method("copysign")
 def copysign(input: Tensor, other) -> Tensor:  # noqa: A002
     """|input| with the sign of ``other`` (a tensor or a number; -0.0 is negative), in the
@@ -341,6 +391,10 @@ def copysign(input: Tensor, other) -> Tensor:  # noqa: A002
                                             "sign; apply it to .real or .imag instead")
     if not dt.is_floating_point:
         dt = dtypes.get_default_dtype()
+    if isinstance(other, Tensor) and input.dtype is dt and _np_pair(input, other):
+        check_operands("copysign", input, other)
+        if fw_level() is None:  # (forward AD: the composite's tangents)
+            return _CopysignFast.apply(input, other)
     mag = ew.abs(input.to(dt))
     if isinstance(other, Tensor):
         check_operands("copysign", input, other)
