@@ -10,8 +10,9 @@ first, as tgrad's ops cast a number operand); a ``where`` only selects, so any e
 selection gives its bits (the backend's ``where``, a masked ``copyto``, or the sign bit
 moved with integer operations: negation and abs only flip or clear that bit).
 
-Every function takes arrays of one float32/float64 dtype (any shapes that broadcast, any
-strides) and returns a fresh array of the broadcast shape, never a view of its inputs.
+Every function takes C-contiguous arrays (``c_order``) of one float32/float64 dtype (any
+shapes that broadcast) and returns a fresh C-contiguous array of the broadcast shape, never
+a view of its inputs.
 """
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ _SIGN = {np.dtype(np.float32): (np.int32, np.int32(-(1 << 31))),
 def fast_dtype(dt: np.dtype) -> bool:
     """Whether the functions here take arrays of NumPy dtype ``dt``."""
     return dt in _FAST
+
+
+def c_order(*arrays: np.ndarray) -> bool:
+    """Whether all ``arrays`` are C-contiguous: the functions here, which reuse their
+    temporaries in place, then give the compositions' layouts too (C-contiguous), so
+    later reductions of the results add in the same order."""
+    return all(a.flags.c_contiguous for a in arrays)
 
 
 def _owned(y) -> np.ndarray:
@@ -98,14 +106,19 @@ def sign_bits(b: np.ndarray) -> np.ndarray:
     return _owned(np.bitwise_and(b.view(it), sign))
 
 
-def copysign_grad(g: np.ndarray, a: np.ndarray, bits: np.ndarray) -> np.ndarray:
-    """d a of copysign: where(signbit(b), -g, g) (g's bits, its sign bit flipped by b's:
-    ``bits`` = sign_bits(b)) times sign(a) (abs's backward: g sign(x), g first)."""
+def flip_signs(g: np.ndarray, bits: np.ndarray) -> np.ndarray:
+    """where(signbit(b), -g, g): g's bits, its sign bit flipped by b's (``bits`` =
+    sign_bits(b); the broadcast shape)."""
     it, _ = _SIGN[g.dtype]
-    flipped = _owned(np.bitwise_xor(g.view(it), bits)).view(g.dtype)
+    return _owned(np.bitwise_xor(g.view(it), bits)).view(g.dtype)
+
+
+def times_sign(g: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """abs's backward g sign(a) (g first), into a fresh array."""
     with be.quiet():
         s = _owned(np.sign(a))
-        return _owned(np.multiply(flipped, s))
+        return _owned(np.multiply(g, s, out=s if s.shape == np.broadcast_shapes(
+            g.shape, s.shape) and s.ndim else None))
 
 
 # --------------------------------------------------------------------------------- lerp

@@ -457,12 +457,13 @@ def _lerp_value(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
 
 
 def _np_lerp(input: Tensor, end: Tensor, weight: Tensor) -> bool:  # noqa: A002
-    """Whether lerp's three tensors are CPU float32/float64 of one dtype, whose forward
-    may run _numpy_binary's steps (the composition's, the same bits)."""
+    """Whether lerp's three tensors are C-contiguous CPU float32/float64 of one dtype, whose
+    forward and backward may run _numpy_binary's steps (the composition's, the same bits,
+    C-contiguous results as the composition's)."""
     dt = input.dtype
     return input._device.type == "cpu" and end._device.type == "cpu" \
         and weight._device.type == "cpu" and end.dtype is dt and weight.dtype is dt \
-        and _np_bin.fast_dtype(dt.np)
+        and _np_bin.fast_dtype(dt.np) and _np_bin.c_order(input._data, end._data, weight._data)
 
 
 class LerpScalar(Function):
@@ -499,7 +500,8 @@ class LerpTensor(Function):
         # read (PyTorch's: no version error for one that no gradient reads)
         ctx.save_for_backward(input if need_w else None, end if need_w else None,
                               weight if need_i or need_e else None)
-        if _np_lerp(input, end, weight):  # the same steps on the arrays (_numpy_binary)
+        ctx.c_order = _np_lerp(input, end, weight)
+        if ctx.c_order:  # the same steps on the arrays (_numpy_binary)
             return wrap(_np_bin.lerp(input._data, end._data, weight._data), input.device)
         return _lerp_value(input, end, weight)
 
@@ -508,7 +510,8 @@ class LerpTensor(Function):
         input, end, weight = ctx.saved_tensors  # noqa: A001
         need_i, need_e, need_w = ctx.needs_input_grad
         if not differentiable_formula() and g._device.type == "cpu" \
-                and g.dtype is ctx.dtype and _np_bin.fast_dtype(g.dtype.np):
+                and g.dtype is ctx.dtype and _np_bin.fast_dtype(g.dtype.np) \
+                and _np_bin.c_order(g._data) and ctx.c_order:
             w = weight._data if need_i or need_e else None
             gi, ge, gw = _np_bin.lerp_grads(g._data, input._data if need_w else None,
                                             end._data if need_w else None, w)

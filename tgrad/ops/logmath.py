@@ -62,6 +62,7 @@ from tgrad.ops._common import (
     wrap,
 )
 from tgrad.ops.creation import arange, full_like, zeros
+from tgrad.ops.reduce import sum_to
 from tgrad.ops.shape import cat, narrow
 from tgrad.ops.sorting import CUM_EXTREME, _select
 from tgrad.return_types import values_indices
@@ -248,10 +249,12 @@ def _hypot_value(a: Tensor, b: Tensor) -> Tensor:
 
 
 def _np_pair(a: Tensor, b: Tensor) -> bool:
-    """Whether a and b are CPU tensors of one float32/float64 dtype, whose op may run
-    _numpy_binary's steps on their arrays."""
+    """Whether a and b are C-contiguous CPU tensors of one float32/float64 dtype, whose op
+    may run _numpy_binary's steps on their arrays (C-contiguous: its results are, as the
+    composition's are, so later reductions sum in the same order; other layouts keep the
+    composition)."""
     return a._device.type == "cpu" and b._device.type == "cpu" and a.dtype is b.dtype \
-        and _np_bin.fast_dtype(a.dtype.np)
+        and _np_bin.fast_dtype(a.dtype.np) and _np_bin.c_order(a._data, b._data)
 
 
 class _Hypot(Function):
@@ -266,8 +269,8 @@ class _Hypot(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        y = wrap(_np_bin.hypot(a._data, b._data), a.device) if _np_pair(a, b) \
-            else _hypot_value(a, b)
+        ctx.np = _np_pair(a, b)
+        y = wrap(_np_bin.hypot(a._data, b._data), a.device) if ctx.np else _hypot_value(a, b)
         need_a, need_b = ctx.needs_input_grad
         # each input saved only for its own gradient (PyTorch's: no version error for an
         # input that needs none, changed in place after)
@@ -278,7 +281,7 @@ class _Hypot(Function):
     def backward(ctx, g):
         a, b, y = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
-        if not differentiable_formula() and g.dtype is y.dtype and _np_pair(g, y):
+        if ctx.np and not differentiable_formula() and g.dtype is y.dtype and _np_pair(g, y):
             dev = g.device  # (g has y's shape: the broadcast one)
             return (wrap(_np_bin.hypot_grad(g._data, a._data, y._data), dev) if need_a
                     else None,
@@ -373,10 +376,15 @@ class _CopysignFast(Function):
         zero = zeros(ctx.other_shape, dtype=g.dtype, device=g.device) if need_b else None
         if not need_a:
             return None, zero
-        if not differentiable_formula() and g.dtype is a.dtype and g._device.type == "cpu":
-            return wrap(_np_bin.copysign_grad(g._data, a._data, ctx.sign), g.device), zero
+        if not differentiable_formula() and g.dtype is a.dtype and g._device.type == "cpu" \
+                and _np_bin.c_order(g._data):
+            # summed to input's shape before the sign, as the composition's nodes do
+            flipped = wrap(_np_bin.flip_signs(g._data, ctx.sign), g.device)
+            if flipped.shape != a.shape:
+                flipped = sum_to(flipped, a.shape)
+            return wrap(_np_bin.times_sign(flipped._data, a._data), g.device), zero
         flip = ew.lt(wrap(ctx.sign, a.device), 0)
-        return ew.where(flip, -g, g) * ew.sign(a), zero
+        return sum_to(ew.where(flip, -g, g), a.shape) * ew.sign(a), zero
 
 
 @tensor_method("copysign")
