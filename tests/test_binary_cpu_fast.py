@@ -186,3 +186,66 @@ def test_fast_path_is_taken_for_c_contiguous_cpu_float(monkeypatch, name):
     calls.clear()
     _run(fn, arrays, _values((6, 5), np.float32, 9), "t", (True,) * n)
     assert calls == []
+
+
+# ------------------------------------------------------------------------------ prelu
+PRELU_SHAPES = [((8, 32, 5, 3), (32,)), ((8, 32, 5, 3), (1,)), ((7, 3), (3,)), ((5,), (1,)),
+                ((0, 4, 3), (4,)), ((), (1,)), ((2, 3, 4, 5, 6), (3,))]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["c", "t"])
+@pytest.mark.parametrize(("xs", "ws"), PRELU_SHAPES, ids=str)
+def test_prelu_bit_identical_to_the_composition(monkeypatch, dt, layout, xs, ws):
+    """F.prelu's CPU path (_numpy_act.prelu / prelu_grads) against its composition
+    (forced by monkeypatching _numpy_act.fast_dtype): the same bytes for y, dx and dw
+    (specials in x, w and g; a transposed x keeps the composition), the create_graph
+    backward too; node PreluKernelBackward0."""
+    import tgrad.nn.functional as F
+    from tgrad.backends import _numpy_act
+    xn, wn, g = _values(xs, dt, 1), _values(ws, dt, 2), _values(xs, dt, 3)
+    for needs in ((True, True), (True, False), (False, True)):
+        def run(create_graph=False, xn=xn, wn=wn, g=g, needs=needs):
+            x = _leaf(xn, layout, needs[0])
+            w = tgrad.tensor(wn, requires_grad=needs[1])
+            y = F.prelu(x, w)
+            assert y.grad_fn.name() == "PreluKernelBackward0"
+            wanted = [t for t in (x, w) if t.requires_grad]
+            grads = tgrad.autograd.grad(y, wanted, tgrad.tensor(g), create_graph=create_graph)
+            return [y.detach().numpy()] + [d.detach().numpy() for d in grads]
+        fast = run()
+        _assert_same(run(create_graph=True), fast)
+        with monkeypatch.context() as m:
+            m.setattr(_numpy_act, "fast_dtype", lambda dt: False)
+            slow = run()
+        _assert_same(fast, slow)
+
+
+def test_prelu_gradcheck():
+    import tgrad.nn.functional as F
+    rng = np.random.default_rng(10)
+    x = tgrad.tensor(rng.standard_normal((3, 4, 5)), requires_grad=True)
+    w = tgrad.tensor(rng.standard_normal(4), requires_grad=True)
+    assert gradcheck(F.prelu, [x, w])
+    assert gradgradcheck(F.prelu, [x, w])
+
+
+def test_prelu_fast_path_is_taken(monkeypatch):
+    import tgrad.nn.functional as F
+    from tgrad.backends import _numpy_act
+    calls = []
+    for attr in ("prelu", "prelu_grads"):
+        real = getattr(_numpy_act, attr)
+        monkeypatch.setattr(_numpy_act, attr,
+                            lambda *a, _r=real, _n=attr: calls.append(_n) or _r(*a))
+    xn, wn = _values((40, 3, 50), np.float32, 1), _values((3,), np.float32, 2)
+
+    def run():  # (sum's backward: g is one value expanded, not C-contiguous)
+        x, w = tgrad.tensor(xn, requires_grad=True), tgrad.tensor(wn, requires_grad=True)
+        F.prelu(x, w).sum().backward()
+        return [x.grad.numpy(), w.grad.numpy()]
+    fast = run()
+    assert calls == ["prelu", "prelu_grads"]
+    with monkeypatch.context() as m:
+        m.setattr(_numpy_act, "fast_dtype", lambda dt: False)
+        _assert_same(fast, run())

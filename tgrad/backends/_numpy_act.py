@@ -287,3 +287,50 @@ def glu_grad(x: np.ndarray, g: np.ndarray, d: int) -> np.ndarray:
         np.multiply(gb, s, out=gb)
         return out
 
+
+
+# ---------------------------------------------------------------- prelu
+_SIGNED = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}
+
+
+def _not_positive(x: np.ndarray) -> np.ndarray:
+    """not (x > 0): x <= 0 or NaN (a fresh bool array)."""
+    m = _owned(np.greater(x, x.dtype.type(0.0)))
+    return _owned(np.logical_not(m, out=m))
+
+
+def _select_other_into(buf: np.ndarray, keep: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """where(keep, buf, other) written into buf (fresh, C-contiguous, of other's shape and
+    dtype; other C-contiguous): ((buf ^ other) * keep) ^ other on the bit patterns (the
+    backend's branch-free where, be._where_bits, without its output array)."""
+    it = _SIGNED[buf.dtype]
+    bi, oi = buf.view(it), other.view(it)
+    np.bitwise_xor(bi, oi, out=bi)
+    np.multiply(bi, keep, out=bi)
+    np.bitwise_xor(bi, oi, out=bi)
+    return buf
+
+
+def prelu(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """_activations.PreluKernel's forward: where(x > 0, x, w * x) (w first, as the
+    composition; w of shape () or (C, 1, ..., 1), broadcasting over C-contiguous x)."""
+    with be.quiet():
+        wx = _owned(np.multiply(w, x))  # (x's shape)
+        return _select_other_into(wx, _not_positive(x), x)
+
+
+def prelu_grads(x: np.ndarray, w: np.ndarray, g: np.ndarray, need_x: bool,
+                need_w: bool) -> tuple:
+    """PreluKernel's backward, its two products: dx = where(x > 0, g, w * g) (w first) and
+    g x where x <= 0 or NaN, else +0.0 (the where(pos, 0.0, g * x) that the caller sums to
+    w's shape); None where not needed. g and x C-contiguous, of x's shape."""
+    keep = _not_positive(x)
+    gx = gxw = None
+    with be.quiet():
+        if need_x:
+            gx = _select_other_into(_owned(np.multiply(w, g)), keep, g)
+        if need_w:
+            gxw = _owned(np.multiply(g, x))
+            it = _SIGNED[gxw.dtype]
+            np.multiply(gxw.view(it), keep, out=gxw.view(it))  # (bits * 0: +0.0)
+    return gx, gxw

@@ -214,6 +214,13 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
     return PreluKernel.apply(input, w)
 
 
+def _np_prelu(x: Tensor, w: Tensor) -> bool:
+    """Whether prelu's x (C-contiguous: the composition's layouts) and w are CPU
+    float32/float64 of one dtype, whose node may run _numpy_act's steps (the same bits)."""
+    return _np_fast(x) and w._device.type == "cpu" and w.dtype is x.dtype \
+        and x._data.flags.c_contiguous
+
+
 class PreluKernel(Function):
     """y = x where x > 0, else w x; w () or (C, 1, ..., 1) broadcasting over x (N, C, ...).
     One node, PyTorch's PreluKernelBackward0 (edges: input, the reshaped weight).
@@ -221,7 +228,9 @@ class PreluKernel(Function):
     summed to w's shape. Both are where / mul / sum of g, x and w, so the backward
     differentiates again (d(dx)/dw = g where x <= 0, d(dw)/dx = g there); dx is attached to
     x's graph (_piecewise._Attach) so that a constant w and g still give x the zero second
-    derivative PyTorch gives, not an error."""
+    derivative PyTorch gives, not an error. On the CPU (float32/float64, x C-contiguous)
+    the forward, and the backward when no graph is recorded (``differentiable_formula``),
+    run the same steps on the arrays (_numpy_act.prelu / prelu_grads: the same bits)."""
 
     name = "prelu"
     node_name = "PreluKernelBackward0"
@@ -230,12 +239,22 @@ class PreluKernel(Function):
     @staticmethod
     def forward(ctx, x, w):
         ctx.save_for_backward(x, w)
+        if _np_prelu(x, w):  # the same steps on the arrays (_numpy_act)
+            return wrap(_np_act.prelu(x._data, w._data), x.device)
         return where(x > 0, x, w * x)
 
     @staticmethod
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         need_x, need_w = ctx.needs_input_grad
+        if not differentiable_formula() and _np_prelu(x, w) and _np_fast(g) \
+                and g.dtype is x.dtype and g.shape == x.shape \
+                and (g._data.flags.c_contiguous or not any(g._data.strides)):
+            # (g C-contiguous, or one value expanded, as sum's backward gives: the products
+            # with it are C-contiguous, as the composition's, so dw sums in the same order)
+            gx, gxw = _np_act.prelu_grads(x._data, w._data, g._data, need_x, need_w)
+            return (wrap(gx, g.device) if need_x else None,
+                    sum_to(wrap(gxw, g.device), w.shape) if need_w else None)
         pos = x > 0
         gx = gw = None
         if need_x:
