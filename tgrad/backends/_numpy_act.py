@@ -181,10 +181,12 @@ def _quadratic_linear(d: np.ndarray, bound: float, q_scale: float, lin_scale) ->
         ad = _owned(np.abs(d))
         q = _quadratic(d, b)
         np.multiply(q, t(q_scale), out=q)
-        inside = np.less(ad, b)
+        inside = _owned(np.less(ad, b))
         np.subtract(ad, t(0.5 * bound), out=ad)
         if lin_scale is not None:
             np.multiply(ad, t(lin_scale), out=ad)
+        if _in_place(d):  # (q and ad: fresh, C-contiguous, d's shape)
+            return _select_other_into(q, inside, ad)
         return _owned(be.where(inside, q, ad))
 
 
@@ -197,9 +199,11 @@ def smooth_l1_grad(d: np.ndarray, beta: float) -> np.ndarray:
     """where(|d| < beta, d * (1 / beta), sign(d))."""
     t = d.dtype.type
     with be.quiet():
-        inside = np.less(np.abs(d), t(beta))
-        return _owned(be.where(inside, _owned(np.multiply(d, t(1.0 / beta))),
-                               be.unary("sign", d)))
+        inside = _owned(np.less(np.abs(d), t(beta)))
+        lin = _owned(np.multiply(d, t(1.0 / beta)))
+        if _in_place(d) and beta > 0:
+            return _select_other_into(lin, inside, _sign_outside(d, t(1.0)))
+        return _owned(be.where(inside, lin, be.unary("sign", d)))
 
 
 def huber(d: np.ndarray, delta: float) -> np.ndarray:
@@ -211,7 +215,10 @@ def huber_grad(d: np.ndarray, delta: float) -> np.ndarray:
     """where(|d| < delta, d, sign(d) * delta)."""
     dl = d.dtype.type(delta)
     with be.quiet():
-        inside = np.less(np.abs(d), dl)
+        inside = _owned(np.less(np.abs(d), dl))
+        if _in_place(d) and delta > 0:  # where(not inside, sign(d) * delta, d)
+            return _select_other_into(_sign_outside(d, dl), np.logical_not(inside, out=inside),
+                                      d)
         s = be.unary("sign", d)
         s = _owned(np.multiply(s, dl, out=s) if type(s) is np.ndarray else np.multiply(s, dl))
         return _owned(be.where(inside, d, s))
@@ -289,8 +296,35 @@ def glu_grad(x: np.ndarray, g: np.ndarray, d: int) -> np.ndarray:
 
 
 
-# ---------------------------------------------------------------- prelu
+# ---------------------------------------------------------------- bit-level helpers
 _SIGNED = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}
+
+
+def _in_place(d: np.ndarray) -> bool:
+    """Whether d is C-contiguous with dims: the temporaries of its shape (fresh,
+    C-contiguous) then take a where in place (``_select_other_into``), the composition's
+    layout."""
+    return d.ndim > 0 and d.flags.c_contiguous
+
+
+def _sign_outside(d: np.ndarray, mag) -> np.ndarray:
+    """sign(d) * mag (mag > 0 of d's dtype, the product's operand order) where
+    |d| >= some bound > 0 or d is NaN, i.e. d != 0: there sign(d) = +-1, so the product
+    is mag with d's sign bit (exact), made as bits in two integer passes (np.sign alone
+    costs ~5 passes); NaN elements (found by a max reduction, which propagates NaN) get
+    np.sign(d) * mag itself (its NaN, not +-mag). Elements where d = 0 get +-mag, which the
+    callers never select. A fresh array of d's shape."""
+    it = _SIGNED[d.dtype]
+    bits = _owned(np.bitwise_and(d.view(it), it(np.iinfo(it).min)))
+    np.bitwise_or(bits, np.asarray(mag, d.dtype).view(it), out=bits)
+    out = bits.view(d.dtype)
+    if d.size and np.isnan(d.max()):
+        nan = np.isnan(d)
+        out[nan] = np.multiply(be.unary("sign", d[nan]), mag)
+    return out
+
+
+# ---------------------------------------------------------------- prelu
 
 
 def _not_positive(x: np.ndarray) -> np.ndarray:
