@@ -161,6 +161,9 @@ def hardswish_grad(x: np.ndarray, g: np.ndarray) -> np.ndarray:
         outer = _keep(g, np.logical_not(low, out=low))
         a = _owned(np.true_divide(x, t(3.0)))
         np.add(a, t(0.5), out=a)
+        if _in_place(x) and g.shape == x.shape and g.flags.c_contiguous:
+            np.multiply(g, a, out=a)  # (a fresh, C-contiguous: the where in place)
+            return _select_other_into(a, _middle(x), outer)
         inner = _owned(np.multiply(g, a))  # (g's shape, which a may broadcast to)
         return _owned(be.where(_middle(x), inner, outer))
 
