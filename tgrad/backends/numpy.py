@@ -637,9 +637,10 @@ _SIG_BLOCK = 1 << 16
 
 def _sigmoid_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     """sigmoid(x) = n / (1 + e) into out (which may be x), e = exp(-|x|); the numerator
-    n = max(e, sign x): 1 where x > 0 (e <= 1), e where x < 0 (e >= 0), 1 at x = +-0
-    (e = 1), NaN at NaN (a branch-free np.maximum: a masked np.copyto is ~15x slower)."""
-    n = np.sign(x, out=np.empty_like(x))
+    n = max(e, [x >= 0]): 1 where x >= 0 (e <= 1), e where x < 0 (e >= 0), e's NaN at NaN
+    (a branch-free np.maximum: a masked np.copyto is ~15x slower; the 0/1 comparison
+    written as floats costs a third of np.sign, which gave the same n)."""
+    n = np.greater_equal(x, 0.0, out=np.empty_like(x), casting="unsafe")
     e = np.abs(x, out=out)
     np.negative(e, out=e)
     np.exp(e, out=e)
