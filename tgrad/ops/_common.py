@@ -361,12 +361,18 @@ def broadcast_or_raise(op: str | None, *shapes) -> tuple:
     out: tuple = ()
     for shape in shapes:
         shape = tuple(shape)
+        if shape == out:
+            continue
         n = max(len(out), len(shape))
-        for i in range(1, min(len(out), len(shape)) + 1):
-            a, b = out[-i], shape[-i]
+        padded_out = (1,) * (n - len(out)) + out
+        padded = (1,) * (n - len(shape)) + shape
+        dims = []
+        for d in range(n - 1, -1, -1):  # from the last dim: the first mismatch reported there
+            a, b = padded_out[d], padded[d]
             if a != b and a != 1 and b != 1:
                 prefix = f"{op}: " if op else ""
                 raise RuntimeError(f"{prefix}The size of tensor a ({a}) must match the size of "
-                                   f"tensor b ({b}) at non-singleton dimension {n - i}")
-        out = tuple(np.broadcast_shapes(out, shape))
+                                   f"tensor b ({b}) at non-singleton dimension {d}")
+            dims.append(a if b == 1 else b)
+        out = tuple(dims[::-1])
     return out

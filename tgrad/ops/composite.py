@@ -38,6 +38,7 @@ from tgrad.autograd.grad_mode import no_grad
 from tgrad.backends import _numpy_binary as _np_bin
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
+    backend_of,
     broadcast_or_raise,
     check_operands,
     fresh,
@@ -101,6 +102,20 @@ def _fill_value(op: str, input: Tensor, value):  # noqa: A002
     return float(value)
 
 
+def _where_fill(mask: Tensor, x: Tensor, fill, fill_where: bool) -> Tensor:
+    """where(mask, fill, x) (``fill_where``) or where(mask, x, fill), C-contiguous, as
+    PyTorch's masked_fill / tril, whatever x's layout. ``fill``: a number of x's dtype
+    (promoting to it) or a 0-d tensor. A number with a mask on x's device (ew.where's checks
+    then all hold) is selected by the backend directly, without ew.where's node."""
+    data = x if x.is_contiguous() else x.contiguous()
+    if isinstance(fill, Tensor) or mask._device is not x._device:
+        return ew.where(mask, fill, data) if fill_where else ew.where(mask, data, fill)
+    be = backend_of(x)
+    value = ew._operand(fill, x.dtype, be, "where")
+    return wrap(be.where(mask._data, value, data._data) if fill_where
+                else be.where(mask._data, data._data, value), x.device)
+
+
 def _check_mask(op: str, mask) -> None:
     # PyTorch's TypeError for a non-tensor mask (the in-place methods take it first)
     require_tensor(op, mask, "mask", 1 if op.endswith("_") else 2)
@@ -127,8 +142,7 @@ class MaskedFill(Function):
     def forward(ctx, x, mask, value):
         ctx.save_for_backward(mask)
         ctx.x_shape = x.shape
-        # a C-contiguous result, as PyTorch's, whatever x's layout (where keeps x's)
-        return ew.where(mask, value, x if x.is_contiguous() else x.contiguous())
+        return _where_fill(mask, x, value, True)
 
     @staticmethod
     def backward(ctx, g):
@@ -189,7 +203,7 @@ class Triangle(Function):
         # spec: (keep, diagonal, fill), no tensor argument (the node's edge is x's only)
         keep, ctx.diagonal, fill = spec
         ctx.keep = keep
-        return ew.where(keep, x if x.is_contiguous() else x.contiguous(), fill)
+        return _where_fill(keep, x, fill, False)
 
     @staticmethod
     def backward(ctx, g):
