@@ -147,6 +147,26 @@ def test_grid_sample_batches_channels_and_layouts_match_the_composition(k, mode,
             np.testing.assert_allclose(_np(a), _np(b), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("k", [2, 3])
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64])
+def test_grid_sample_nearest_forward_copies_the_composition_bits(k, dt):
+    """nearest's CPU forward (one row gather of a channels-last copy): the composed
+    reference's bytes, NaN payloads, -0.0 and infinities included, every pad mode."""
+    from special_values import mixed_specials, raw_bytes
+
+    from tgrad.nn._grid_sample import _grid_sample_composed
+    rng = np.random.default_rng(k)
+    sp = (5, 7) if k == 2 else (3, 4, 5)
+    x = mixed_specials((3, 6) + sp, dt, rng)
+    pts = rng.uniform(-1.3, 1.3, (3, 9) + (3, 2)[:k - 1] + (k,)).astype(dt)
+    for pad in ("zeros", "border", "reflection"):
+        y = F.grid_sample(tgrad.tensor(x), tgrad.tensor(pts), "nearest", pad, False)
+        xw, pw = (x, pts) if dt != np.float16 else (x.astype(np.float32), pts.astype(np.float32))
+        ref = _grid_sample_composed(tgrad.tensor(xw), tgrad.tensor(pw), "nearest", pad,
+                                    False).numpy().astype(dt)
+        assert y.numpy().dtype == dt and raw_bytes(y.numpy()) == raw_bytes(ref)
+
+
 @pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
 @pytest.mark.parametrize("x_shape,grid_shape", [((0, 2, 3, 4), (0, 2, 2, 2)),
                                                 ((2, 0, 3, 4), (2, 2, 2, 2)),

@@ -197,19 +197,6 @@ def _tap_values(rows: np.ndarray, target: np.ndarray, buf: np.ndarray) -> np.nda
     return np.take(rows, target, axis=0, out=buf).transpose(0, 2, 1)
 
 
-def _nearest_values(x: np.ndarray, target: np.ndarray, dummy: int) -> np.ndarray:
-    """where(inside, x[n, :, pixel], 0), (N, C, P), of the targets (N, P) (n S + pixel, or
-    the dummy N S outside)."""
-    n, c = x.shape[:2]
-    s = int(np.prod(x.shape[2:]))
-    outside = target == dummy
-    pix = target - (np.arange(n, dtype=np.int64) * s)[:, None]
-    pix[outside] = 0
-    out = np.take_along_axis(x.reshape(n, c, s), pix[:, None, :], axis=2)
-    np.copyto(out, 0, where=outside[:, None, :])
-    return out
-
-
 def grid_sample_fwd(x: np.ndarray, grid: np.ndarray, mode: str, padding: str,
                     align: bool) -> np.ndarray:
     """out (N, C, *osp) of x (N, C, *sp) sampled at grid (N, *osp, k):
@@ -221,8 +208,9 @@ def grid_sample_fwd(x: np.ndarray, grid: np.ndarray, mode: str, padding: str,
     p = int(np.prod(osp))
     with np.errstate(all="ignore"):
         taps = _Taps(x.shape, grid, mode, padding, align)
-        if taps.nearest:  # the one tap: a gather along x's pixels, no channels-last copy
-            out = _nearest_values(x, taps.target(taps.combos[0]), taps.dummy)
+        if taps.nearest:  # the one tap: one row gather of the channels-last copy (a
+            # take_along_axis of x (N, C, S) by (N, 1, P) costs ~7x as much: fancy indexing)
+            out = np.take(_rows(x), taps.target(taps.combos[0]), axis=0).transpose(0, 2, 1)
         else:
             # channels last throughout (contiguous products), transposed once at the end
             rows = _rows(x)
