@@ -42,6 +42,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import is_grad_enabled
+from tgrad.backends import _numpy_scatter
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
     backend_of,
@@ -73,6 +74,7 @@ class ScatterReduce(Function):
     def forward(ctx, x, src, key, reduce, include_self):
         shape = x.shape
         ctx.key, ctx.reduce, ctx.include_self = key, reduce, include_self
+        ctx.flat = None  # sum / mean on the arrays: src's flat target positions in x
         if include_self and reduce != "mean" and reduce != "sum" and not x.dtype.is_complex:
             # combine(x, identity) is x exactly (x * 1, max(x, -inf), min(x, inf)) where
             # nothing is scattered: no count and no where (the backward counts if it must)
@@ -80,6 +82,14 @@ class ScatterReduce(Function):
             ctx.count = None
             ctx.save_for_backward(x, src, y if reduce in ("amax", "amin") else None)
             return y
+        if reduce in ("sum", "mean") and _fast_sum(x, src):  # the same steps on the arrays
+            res = _numpy_scatter.scatter_sum_fwd(x._data, src._data, key, reduce == "mean",
+                                                 include_self)
+            if res is not None:
+                y, count, ctx.flat = res
+                ctx.count = None if count is None else wrap(count, x.device)
+                ctx.save_for_backward(x, src, None)
+                return wrap(y, x.device)
         count = _count(src, key, shape)  # values sent to each target (real)
         hit = count > 0
         if reduce in ("sum", "mean"):
@@ -104,6 +114,13 @@ class ScatterReduce(Function):
         x, src, y = ctx.saved_tensors
         key, reduce, incl, count = ctx.key, ctx.reduce, ctx.include_self, ctx.count
         shape = x.shape
+        if ctx.flat is not None and not differentiable_formula() \
+                and g.device.type == "cpu" and g.dtype is x.dtype:  # the same on the arrays
+            counts = None if count is None else count._data
+            gx, gsrc = _numpy_scatter.scatter_sum_bwd(g._data, ctx.flat, counts,
+                                                      reduce == "mean", incl, src.shape)
+            gx = g if gx is g._data else wrap(gx, g.device)
+            return gx, wrap(gsrc, g.device), None, None, None
         if reduce == "sum":
             gx, gsrc = g, g[key]
         elif reduce == "mean":
@@ -129,6 +146,13 @@ class ScatterReduce(Function):
         if not incl:  # an input value that a scattered value replaced gets nothing
             gx = ew.where(count > 0, 0, gx)
         return gx, gsrc, None, None, None
+
+
+def _fast_sum(x: Tensor, src: Tensor) -> bool:
+    """Whether sum / mean run on the arrays (_numpy_scatter.scatter_sum_fwd): float32 /
+    float64 on the CPU."""
+    return x.device.type == "cpu" and src.device.type == "cpu" and \
+        x.dtype in (dtypes.float32, dtypes.float64) and src.dtype is x.dtype
 
 
 def _count(src: Tensor, key, shape: tuple) -> Tensor:
