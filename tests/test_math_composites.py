@@ -232,6 +232,25 @@ def test_block_diag_values_dtypes_and_empty():
         tgrad.block_diag(tgrad.zeros(2), tgrad.zeros(1, 2, 3))
 
 
+def test_block_diag_is_pytorchs_one_node_on_the_cpu():
+    # one BlockDiagBackward0 on the leaves; d block = g's window (reshaped to the block)
+    a, b, c, e = _leaf(_randn(2, 3)), _leaf(_randn(4)), _leaf(1.5), _leaf(np.zeros((0, 2)))
+    y = tgrad.block_diag(a, b, c, e)
+    assert y.grad_fn.name() == "BlockDiagBackward0" and y.shape == (4, 10)
+    assert [n.name() for n, _ in y.grad_fn.next_functions] == ["AccumulateGrad"] * 4
+    g = _randn(4, 10)
+    ga, gb, gc, ge = tgrad.autograd.grad(y, (a, b, c, e), _t(g))
+    np.testing.assert_array_equal(ga.numpy(), g[:2, :3])
+    np.testing.assert_array_equal(gb.numpy(), g[2, 3:7])
+    assert gc.shape == () and gc.item() == g[3, 7] and ge.shape == (0, 2)
+    for dt in (tgrad.bool, tgrad.float16, tgrad.bfloat16, tgrad.int32):
+        blocks = [_t(_randn(3, 2)).to(dt), _t(_randn(5)).to(dt)]
+        want = _block_diag_ref(*[b.float().numpy() for b in blocks])
+        got = tgrad.block_diag(*blocks)
+        assert got.dtype is dt
+        np.testing.assert_array_equal(got.float().numpy(), want)
+
+
 # ------------------------------------------------------------------------------ cartesian_prod
 def test_cartesian_prod_values_empty_and_gradients():
     a, b, c = _randn(17), _randn(1), _randn(3)

@@ -3,8 +3,9 @@ their own; gradients come from the parts):
 
 - ``cross(input, other, dim)``: the 3-vector cross product along ``dim`` as three
   narrowed-slice products and a cat (inputs of equal rank broadcast);
-- ``block_diag(*tensors)``: each block padded with zero blocks to its row band, bands
-  concatenated (the gradient of each block is its window of g);
+- ``block_diag(*tensors)``: on the CPU one BlockDiagBackward0 node (PyTorch's) writing the
+  blocks into zeros, else each block padded with zero blocks to its row band, bands
+  concatenated (either way the gradient of each block is its window of g);
 - ``cartesian_prod(*tensors)``: the 'ij' meshgrid of 1-D tensors, flattened and stacked;
 - ``combinations(input, r, with_replacement)``: the lexicographic index tuples (a shape
   computation, done on the host) gathered from the 1-D input by advanced indexing;
@@ -23,13 +24,15 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
-from tgrad.autograd.function import expandable
+from tgrad.autograd.function import Function, expandable
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
+    backend_of,
     broadcast_or_raise,
     require_tensor,
     same_device,
     tensor_method,
+    wrap,
 )
 from tgrad.ops.composite import meshgrid
 from tgrad.ops.creation import empty, tensor, zeros
@@ -105,6 +108,8 @@ def block_diag(*tensors: Tensor) -> Tensor:
         return empty(1, 0)
     device = same_device("block_diag", *ts)
     dt = dtypes.result_type(*ts)
+    if device.type == "cpu":  # one node: the blocks written into zeros
+        return BlockDiag.apply(*(t if t.dtype is dt else t.to(dt) for t in ts))
     blocks = [t.reshape(1, -1) if t.ndim < 2 else t for t in ts]
     width = sum(b.shape[1] for b in blocks)
     bands, left = [], 0
@@ -115,6 +120,45 @@ def block_diag(*tensors: Tensor) -> Tensor:
         bands.append(cat(parts, 1))
         left += cols
     return cat(bands, 0)
+
+
+def _block_windows(shapes: list) -> list:
+    """(row, col, rows, cols) of each block's window in block_diag's output: 0-d blocks
+    are (1, 1), 1-D (n,) are (1, n), 2-D as they are; windows run down the diagonal."""
+    out, r, c = [], 0, 0
+    for shape in shapes:
+        rows, cols = (shape if len(shape) == 2 else (1, shape[0]) if shape else (1, 1))
+        out.append((r, c, rows, cols))
+        r, c = r + rows, c + cols
+    return out
+
+
+class BlockDiag(Function):
+    """y = block_diag(*blocks) (blocks of one dtype, on the CPU): zeros (sum rows, sum cols)
+    with each block (as 2-D) copied into its window (_block_windows); PyTorch's
+    BlockDiagBackward0. d block_i = g's window i, reshaped to the block's shape (a view of
+    g: narrows and a reshape, tgrad ops, so double backward works)."""
+
+    name = "block_diag"
+    node_name = "BlockDiagBackward0"
+
+    @staticmethod
+    def forward(ctx, *blocks):
+        ctx.shapes = [tuple(b.shape) for b in blocks]
+        ctx.windows = _block_windows(ctx.shapes)
+        be = backend_of(blocks[0])
+        r, c, rows, cols = ctx.windows[-1]
+        out = be.full((r + rows, c + cols), 0, blocks[0].dtype.np)
+        for b, (r, c, rows, cols) in zip(blocks, ctx.windows):
+            # (a 0-d or 1-D block broadcasts into its one-row window)
+            be.index_put_(out, (slice(r, r + rows), slice(c, c + cols)), b._data)
+        return wrap(out, blocks[0].device)
+
+    @staticmethod
+    def backward(ctx, g):
+        return tuple(narrow(narrow(g, 0, r, rows), 1, c, cols).reshape(shape) if need
+                     else None for (r, c, rows, cols), shape, need
+                     in zip(ctx.windows, ctx.shapes, ctx.needs_input_grad))
 
 
 # ------------------------------------------------------------------------------ products of sets
