@@ -26,6 +26,8 @@ underflowed in the squares (|d| > 1.8e19 or < 1e-19 in float32).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from tgrad.backends._numpy_sum import float_sum
@@ -100,6 +102,17 @@ def cosine_bwd(g: np.ndarray, saved, need1: bool, need2: bool):
             np.subtract(q[0], t, out=t)
             out.append(np.multiply(_rows_factor(gk, p), t, out=t))
     return out[0], out[1]
+
+
+@functools.lru_cache(maxsize=16)
+def upper_positions(n: int) -> np.ndarray:
+    """The flat positions i n + j (int64, (n (n - 1) / 2,), row-major: i < j) of the strict
+    upper triangle of an (n, n) array: pdist's pairs. Cached by n (np.triu_indices builds
+    an (n, n) mask each call); read-only."""
+    i, j = np.triu_indices(n, 1)
+    out = i * n + j
+    out.flags.writeable = False
+    return out
 
 
 # ------------------------------------------------------------------ Euclidean distances

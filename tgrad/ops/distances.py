@@ -240,9 +240,9 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:  # noqa: A002
     if p == 2 and x.device.type == "cpu" and x.dtype is dtypes.float32 and x.numel():
         # the upper triangle of the (N, N) Euclidean distances of the GEMM path (its
         # faithfully rounded values; its backward, a matmul, differentiates again)
-        import numpy as np
-        i, j = np.triu_indices(n, 1)
-        flat = wrap(i * n + j, x.device)  # (N (N - 1) / 2,) positions in the (N, N) rows
+        from tgrad.backends import _numpy_dist  # (CPU only: not a backend primitive)
+        # (N (N - 1) / 2,) positions in the (N, N) rows
+        flat = wrap(_numpy_dist.upper_positions(n), x.device)
         full = _EuclideanDist.apply(x, x).reshape(-1)
         return rounded_to(index_select(full, 0, flat), half)
     pairs = triu_indices(n, n, 1, device=input.device)  # (2, N (N - 1) / 2)
