@@ -156,21 +156,30 @@ def _cum_inputs(shape, kind: str, rng) -> np.ndarray:
         return a
     if kind == "int":
         return rng.integers(-5, 5, shape).astype(np.int32)
+    if kind == "specials":  # +-0, +-inf, NaNs with distinct payloads
+        from special_values import mixed_specials
+        return mixed_specials(shape, np.float64, rng)
     return rng.random(shape) < 0.3  # bool
 
 
 @pytest.mark.parametrize("shape", [(1,), (17,), (1023,), (1025,), (5000,), (4096, 1),
                                    (17, 1023), (3, 1025, 2), (2, 3, 700), (64, 64)])
-@pytest.mark.parametrize("kind", ["normal", "ties", "nonfinite", "zeros", "int", "bool"])
+@pytest.mark.parametrize("kind", ["normal", "ties", "nonfinite", "zeros", "int", "bool",
+                                  "specials"])
 def test_cum_extreme_indices_match_the_accumulate_path(shape, kind):
     from tgrad.ops.logmath import _cum_extreme_cpu
     a = _cum_inputs(shape, kind, np.random.default_rng(5))
     for arr in (a, np.moveaxis(np.ascontiguousarray(np.moveaxis(a, 0, -1)), -1, 0)):
         for d in range(a.ndim):
             for larger in (True, False):
-                got = _cum_extreme_cpu(arr, d, larger)
+                got, vals = _cum_extreme_cpu(arr, d, larger)
                 assert got.dtype == np.int64
                 np.testing.assert_array_equal(got, _old_cum_extreme_indices(arr, d, larger))
+                # the values from the running extreme: the gathered bits (zero signs, NaN
+                # payloads included)
+                want = np.take_along_axis(arr, got, d)
+                assert vals.dtype == arr.dtype and vals.shape == arr.shape
+                assert np.ascontiguousarray(vals).tobytes() == want.tobytes()
 
 
 @pytest.mark.parametrize("op", ["cummax", "cummin"])

@@ -21,7 +21,8 @@ import math
 
 import numpy as np
 
-__all__ = ["cumprod_backward", "infinite_ties", "logcumsumexp", "logcumsumexp_backward"]
+__all__ = ["cum_extreme_values", "cumprod_backward", "infinite_ties", "logcumsumexp",
+           "logcumsumexp_backward"]
 
 
 def _flat(x: np.ndarray, axis: int) -> tuple:
@@ -217,3 +218,23 @@ def logcumsumexp_backward(g: np.ndarray, steps: list, axis: int) -> np.ndarray:
             gf = new
         np.add(gf, 0.0, out=gf)
     return gf.reshape(g.shape)
+
+
+def cum_extreme_values(a: np.ndarray, m: np.ndarray, idx: np.ndarray, axis: int) -> np.ndarray:
+    """cummax / cummin's values a[.., idx, ..] along ``axis`` (a's shape, C-contiguous) from
+    the running extreme m (np.maximum / np.minimum scanned, a's dtype) without a gather:
+    m equals a at idx as a number, so m's bits are the values' except where m is 0 (the
+    zero's sign is the taken element's, which m need not carry) or NaN (the payload of the
+    latest NaN, idx's, where m may keep another): only those positions q (flat, C order)
+    are read from a, at q + (idx[q] - k) Q (k = q's position along the axis, Q the size of
+    the dims after it)."""
+    af, _, n, q = _flat(a, axis)
+    out = np.array(m, order="C", copy=True)
+    if a.dtype.kind != "f":
+        return out
+    of = out.reshape(-1)
+    fix = np.flatnonzero((of == 0) | np.isnan(of))
+    if fix.size:
+        k = (fix // q) % n
+        of[fix] = af[fix + (np.ascontiguousarray(idx).reshape(-1)[fix] - k) * q]
+    return out

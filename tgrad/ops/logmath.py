@@ -601,15 +601,19 @@ def _segmented_scan(a: np.ndarray, d: int, fn) -> np.ndarray:
     return z.reshape(a.shape)
 
 
-def _cum_extreme_cpu(a: np.ndarray, d: int, larger: bool) -> np.ndarray:
+def _cum_extreme_cpu(a: np.ndarray, d: int, larger: bool) -> tuple:
     """The GPU scan's indices (int64, a's shape) on a CPU array: the scan takes the later
     element where it is >= (<=) the running extreme so far or NaN, and keeps an earlier
     NaN, so index_j = the last p <= j that took over: a_p == M_p (M = the running extreme
     by np.maximum/minimum, NaN from the first NaN on; 0.0 == -0.0 as in the scan) or a_p
     NaN; that last p is a running max of where(took, p, 0). Both scans by
     _segmented_scan from _SCAN_MIN_SIZE elements (the same values: only a's own
-    comparisons with M count, not M's zero signs or NaN payloads)."""
-    a = np_backend._up(a)  # (halves as float32: exact, the same comparisons)
+    comparisons with M count, not M's zero signs or NaN payloads). Returns (indices,
+    values a at the indices or None for halves: _numpy_scan.cum_extreme_values from M)."""
+    from tgrad.backends import _numpy_scan
+    wide = np_backend._up(a)  # (halves as float32: exact, the same comparisons)
+    keep = wide is a
+    a = wide
     fn = np.maximum if larger else np.minimum
     n = a.shape[d]
     scan = a.size >= _SCAN_MIN_SIZE and n > 1
@@ -621,10 +625,12 @@ def _cum_extreme_cpu(a: np.ndarray, d: int, larger: bool) -> np.ndarray:
     shape[d] = n
     if not scan:
         pos = np.where(took, np.arange(n, dtype=np.int64).reshape(shape), 0)
-        return np.maximum.accumulate(pos, axis=d)
-    it = np.int16 if n <= np.iinfo(np.int16).max else np.int64  # (narrow: faster steps)
-    pos = np.multiply(took, np.arange(n, dtype=it).reshape(shape), dtype=it)
-    return _segmented_scan(pos, d, np.maximum).astype(np.int64)
+        idx = np.maximum.accumulate(pos, axis=d)
+    else:
+        it = np.int16 if n <= np.iinfo(np.int16).max else np.int64  # (narrow: faster steps)
+        pos = np.multiply(took, np.arange(n, dtype=it).reshape(shape), dtype=it)
+        idx = _segmented_scan(pos, d, np.maximum).astype(np.int64)
+    return idx, (_numpy_scan.cum_extreme_values(a, m, idx, d) if keep else None)
 
 
 def _cum_extreme(op: str, input: Tensor, dim, larger: bool) -> values_indices:  # noqa: A002
@@ -637,9 +643,10 @@ def _cum_extreme(op: str, input: Tensor, dim, larger: bool) -> values_indices:  
         return getattr(return_types, op)(input.clone(), zeros(input.shape, dtype=dtypes.int64,
                                                   device=input.device))
     if x.device.type == "cpu":  # the scan's indices in O(n), without 2 log2(n) copies
-        i = wrap(_cum_extreme_cpu(x._data, d, larger), x.device)
+        idx, vals = _cum_extreme_cpu(x._data, d, larger)
+        i = wrap(idx, x.device)
         indices = fresh(i.reshape(input.shape))
-        values = _select(CUM_EXTREME[op], input, x, i, d, input.shape, False, indices)
+        values = _select(CUM_EXTREME[op], input, x, i, d, input.shape, False, indices, vals)
         return getattr(return_types, op)(values, indices)
     with no_grad():
         v = x.detach()

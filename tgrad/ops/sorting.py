@@ -200,9 +200,10 @@ class _Selected(Function):
                         "_saved_self_sym_sizes": "x_shape"}
 
     @staticmethod
-    def forward(ctx, x, key, vshape, ishape, out_shape, dim, keepdim, indices):
+    def forward(ctx, x, key, vshape, ishape, out_shape, dim, keepdim, indices, values=None):
         be = backend_of(x)
-        v = be.gather(_as_shape(be, x._data, vshape), key)
+        # (values: the gather's result computed by the caller, an array of x's shape)
+        v = be.gather(_as_shape(be, x._data, vshape), key) if values is None else values
         ctx.key, ctx.vshape, ctx.ishape, ctx.x_shape = key, vshape, ishape, x.shape
         ctx.dim, ctx.keepdim, ctx.indices = dim, keepdim, indices
         return wrap(_as_shape(be, v, out_shape), x.device)
@@ -210,7 +211,7 @@ class _Selected(Function):
     @staticmethod
     def backward(ctx, g):
         dx = IndexAdd.apply(g.reshape(ctx.ishape), ctx.key, ctx.vshape).reshape(ctx.x_shape)
-        return (dx,) + (None,) * 7
+        return (dx,) + (None,) * 8
 
 
 _SAVED = _Selected.saved_attributes  # (a subclass states its table: the class's own only)
@@ -230,14 +231,15 @@ CUM_EXTREME = {op: node_variant(_Selected, f"{op.capitalize()}Backward0", name=o
 
 
 def _select(cls: type, input: Tensor, x: Tensor, idx: Tensor, d: int,  # noqa: A002
-            out_shape: tuple, keepdim: bool, indices: Tensor) -> Tensor:
+            out_shape: tuple, keepdim: bool, indices: Tensor, values=None) -> Tensor:
     """The values of ``x`` (``input`` as >= 1-d) at positions ``idx`` (int64, x's shape but
     along ``d``) along ``d``, shaped ``out_shape``: one ``cls`` node (see _Selected) whose
-    edge is ``input``; ``indices`` is the index tensor the op returns (saved, no edge)."""
+    edge is ``input``; ``indices`` is the index tensor the op returns (saved, no edge);
+    ``values``: those values already known (a backend array of x's shape; no gather)."""
     vshape, ishape, keep = _fold(x, idx, d)
     key = normalize_key(_along_key(idx.reshape(ishape), int(keep[0]), x.device),
                         x.device)[0]
-    return cls.apply(input, key, vshape, ishape, tuple(out_shape), d, keepdim, indices)
+    return cls.apply(input, key, vshape, ishape, tuple(out_shape), d, keepdim, indices, values)
 
 
 @tensor_method("sort")
