@@ -658,3 +658,23 @@ def test_addcmul_addcdiv_scale_tensor1_first_as_pytorch(op, npop):
                              tgrad.tensor([1e-10 if op == "addcmul" else 1e10], dtype=f64),
                              value=10)  # (t1 op t2 first would give 1e299)
     assert big.tolist() == [float("inf")]
+
+
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+def test_meshgrid_graph_is_pytorchs_view_then_expand(indexing):
+    # each grid: ExpandBackward0 over one ViewBackward0 of the input (0-d too), no view to
+    # 1-D first; d input = the sum of g over the expanded dims
+    a = tgrad.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = tgrad.tensor(5.0, requires_grad=True)
+    c = tgrad.tensor([4.0, 6.0], requires_grad=True)
+    grids = tgrad.meshgrid(a, b, c, indexing=indexing)
+    want = (1, 3, 2) if indexing == "xy" else (3, 1, 2)
+    for grid, leaf in zip(grids, (a, b, c)):
+        assert tuple(grid.shape) == want
+        names, node = [], grid.grad_fn
+        while node is not None:
+            names.append(node.name())
+            node = node.next_functions[0][0] if node.next_functions else None
+        assert names == ["ExpandBackward0", "ViewBackward0", "AccumulateGrad"]
+        (g,) = tgrad.autograd.grad(grid.sum(), leaf)
+        assert g.shape == leaf.shape and np.all(g.numpy() == 6 // leaf.numel())

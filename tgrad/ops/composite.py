@@ -715,11 +715,13 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
         if t.ndim > 1:
             raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list "
                                f"but got: {t.ndim}D")
-    ts = [t.reshape(-1) for t in ts]
+    ts = list(ts)
     swap = indexing == "xy" and len(ts) >= 2
     if swap:
         ts[0], ts[1] = ts[1], ts[0]
-    shape = tuple(t.shape[0] for t in ts)
+    shape = tuple(t.numel() for t in ts)  # (a 0-d tensor counts as 1-D of size 1)
+    # each input viewed straight to its grid's rank (one ViewBackward0, PyTorch's graph:
+    # no view to 1-D first), then expanded
     grids = [t.reshape([-1 if i == k else 1 for i in range(len(ts))]).expand(shape)
              for k, t in enumerate(ts)]
     if swap:  # 'xy' is 'ij' of the first two inputs swapped, outputs swapped back
