@@ -124,42 +124,35 @@ def _by_rank(idx: np.ndarray, counts: np.ndarray, ranks: int) -> list:
 # ---------------------------------------------------------------- scatter_reduce sum / mean
 # tgrad/ops/scatter_reduce.py's ScatterReduce for reduce 'sum' / 'mean' of float32/float64
 # arrays on the CPU: the composite's steps (count = IndexAdd(ones), total = IndexAdd(src),
-# x + total, the mean's division, where(count > 0, ., x)) on the arrays, with the key's flat
-# positions built once (the composite builds them for each IndexAdd and for the backward's
-# gather). The same operations in the same order, so the same bits; the one exception is a
-# count past 2^24 values sent to one position, exact here (np.bincount, then rounded once),
-# where the float32 sum of ones stops at 2^24.
+# x + total, the mean's division, where(count > 0, ., x)) on the arrays, without their graph
+# nodes, the key's flat positions built once for the count (none for a sum with
+# include_self) and once for the backward's gather. total and x + total are the composite's
+# very calls (the backend's index_add and binary add), so even a NaN meeting a NaN keeps the
+# same payload: the same bits throughout.
 
 
 def scatter_sum_fwd(x: np.ndarray, src: np.ndarray, key, mean: bool,
                     include_self: bool) -> tuple | None:
-    """(y, count, flat) for x (any shape) with src (key's shape: src[j] goes to x[key][j])
-    folded in by sum or mean: count[t] = #{j : key sends j to t} (x's dtype), flat the
-    int64 positions (src.size,) in x's C order. y[t] = x[t] where count[t] = 0, else
-    (include_self: x[t] + ) sum_j src[j] (sequential in C order of src: ufunc.at's), divided
-    for mean by the number of contributors (count + include_self). count None for sum with
-    include_self (its backward needs none). None where the key has no flat form (the caller
+    """(y, count) for x (any shape) with src (key's shape: src[j] goes to x[key][j]) folded
+    in by sum or mean: count[t] = #{j : key sends j to t} (x's dtype; None for a sum with
+    include_self, whose backward needs none). y[t] = x[t] where count[t] = 0, else
+    (include_self: x[t] + ) sum_j src[j] (index_add's order), divided for mean by the number
+    of contributors (count + include_self). None where the key has no flat form (the caller
     runs the composite)."""
     from tgrad.backends import numpy as be  # (be imports this module)
-    flat = be._flat_index(x.shape, key)
+    flat = be._flat_index(x.shape, key) if src.size else np.zeros(src.shape, np.int64)
     if flat is None or flat.shape != src.shape:
         return None
-    flat = flat.reshape(-1)
-    total = np.zeros(x.size, x.dtype)
-    with np.errstate(all="ignore"):  # inf + -inf: NaN without a warning, as PyTorch
-        np.add.at(total, flat, src.reshape(-1))
-        total = total.reshape(x.shape)
-        if include_self:
-            total = np.add(x, total, out=total)
-        if include_self and not mean:  # no count: _keep_unscattered
-            return _keep_unscattered(total, x, flat), None, flat
-    count = np.bincount(flat, minlength=x.size).astype(x.dtype).reshape(x.shape)
-    with np.errstate(all="ignore"):
-        if mean:  # the contributors, 0 -> 1 (an exact max for counts)
-            n = count + 1 if include_self else count
-            total = np.divide(total, np.maximum(n, 1), out=total)
-    y = be.where(count > 0, total, np.ascontiguousarray(x))
-    return y, count, flat
+    total = be.index_add(x.shape, x.dtype, key, src) if src.size else np.zeros(x.shape, x.dtype)
+    if include_self:
+        total = be.binary("add", x, total)
+    if include_self and not mean:
+        return _keep_unscattered(total, x, flat.reshape(-1)), None
+    count = np.zeros(x.shape, x.dtype)  # (ones added: IndexAdd(ones)'s sums, exactly)
+    np.add.at(count.reshape(-1), flat.reshape(-1), x.dtype.type(1))
+    if mean:  # the contributors, 0 -> 1 (an exact max for counts)
+        total = be.binary("div", total, np.maximum(count + 1 if include_self else count, 1))
+    return be.where(count > 0, total, np.ascontiguousarray(x)), count
 
 
 def _keep_unscattered(y: np.ndarray, x: np.ndarray, flat: np.ndarray) -> np.ndarray:
@@ -177,18 +170,22 @@ def _keep_unscattered(y: np.ndarray, x: np.ndarray, flat: np.ndarray) -> np.ndar
     return y
 
 
-def scatter_sum_bwd(g: np.ndarray, flat: np.ndarray, count: np.ndarray, mean: bool,
+def scatter_sum_bwd(g: np.ndarray, key, count: np.ndarray, mean: bool,
                     include_self: bool, src_shape: tuple) -> tuple:
     """(d x, d src) of scatter_sum_fwd for d y = g (x's shape): with s = g (sum) or
-    g / max(count + include_self, 1) (mean), d src[j] = s[flat[j]] and d x = s, zeroed
-    where something was scattered without include_self (x's value was replaced); count is
-    used only for those two (None for a sum with include_self)."""
+    g / max(count + include_self, 1) (mean), d src[j] = s at key's j-th position and d x =
+    s, zeroed where something was scattered without include_self (x's value was replaced);
+    count is used only for those two (None for a sum with include_self)."""
     from tgrad.backends import numpy as be
     g = np.ascontiguousarray(g)
     if mean:
         n = count + 1 if include_self else count
         with np.errstate(all="ignore"):
             g = np.divide(g, np.maximum(n, 1))
-    gsrc = np.take(g.reshape(-1), flat).reshape(src_shape)
+    if math.prod(src_shape):
+        flat = be._flat_index(g.shape, key)  # (scatter_sum_fwd found one)
+        gsrc = np.take(g.reshape(-1), flat.reshape(-1)).reshape(src_shape)
+    else:
+        gsrc = np.zeros(src_shape, g.dtype)
     gx = g if include_self else be.where(count > 0, np.zeros((), g.dtype), g)
     return gx, gsrc

@@ -74,7 +74,7 @@ class ScatterReduce(Function):
     def forward(ctx, x, src, key, reduce, include_self):
         shape = x.shape
         ctx.key, ctx.reduce, ctx.include_self = key, reduce, include_self
-        ctx.flat = None  # sum / mean on the arrays: src's flat target positions in x
+        ctx.arrays = False  # sum / mean computed on the arrays (scatter_sum_fwd)
         if include_self and reduce != "mean" and reduce != "sum" and not x.dtype.is_complex:
             # combine(x, identity) is x exactly (x * 1, max(x, -inf), min(x, inf)) where
             # nothing is scattered: no count and no where (the backward counts if it must)
@@ -86,7 +86,7 @@ class ScatterReduce(Function):
             res = _numpy_scatter.scatter_sum_fwd(x._data, src._data, key, reduce == "mean",
                                                  include_self)
             if res is not None:
-                y, count, ctx.flat = res
+                (y, count), ctx.arrays = res, True
                 ctx.count = None if count is None else wrap(count, x.device)
                 ctx.save_for_backward(x, src, None)
                 return wrap(y, x.device)
@@ -114,10 +114,10 @@ class ScatterReduce(Function):
         x, src, y = ctx.saved_tensors
         key, reduce, incl, count = ctx.key, ctx.reduce, ctx.include_self, ctx.count
         shape = x.shape
-        if ctx.flat is not None and not differentiable_formula() \
+        if ctx.arrays and not differentiable_formula() \
                 and g.device.type == "cpu" and g.dtype is x.dtype:  # the same on the arrays
             counts = None if count is None else count._data
-            gx, gsrc = _numpy_scatter.scatter_sum_bwd(g._data, ctx.flat, counts,
+            gx, gsrc = _numpy_scatter.scatter_sum_bwd(g._data, key, counts,
                                                       reduce == "mean", incl, src.shape)
             gx = g if gx is g._data else wrap(gx, g.device)
             return gx, wrap(gsrc, g.device), None, None, None
