@@ -125,47 +125,49 @@ def _by_rank(idx: np.ndarray, counts: np.ndarray, ranks: int) -> list:
 # tgrad/ops/scatter_reduce.py's ScatterReduce for reduce 'sum' / 'mean' of float32/float64
 # arrays on the CPU: the composite's steps (count = IndexAdd(ones), total = IndexAdd(src),
 # x + total, the mean's division, where(count > 0, ., x)) on the arrays, without their graph
-# nodes, the key's flat positions built once for the count (none for a sum with
+# nodes; the key's flat positions built for the count only (no count for a sum with
 # include_self) and once for the backward's gather. total and x + total are the composite's
 # very calls (the backend's index_add and binary add), so even a NaN meeting a NaN keeps the
 # same payload: the same bits throughout.
 
 
 def scatter_sum_fwd(x: np.ndarray, src: np.ndarray, key, mean: bool,
-                    include_self: bool) -> tuple | None:
+                    include_self: bool) -> tuple:
     """(y, count) for x (any shape) with src (key's shape: src[j] goes to x[key][j]) folded
     in by sum or mean: count[t] = #{j : key sends j to t} (x's dtype; None for a sum with
     include_self, whose backward needs none). y[t] = x[t] where count[t] = 0, else
     (include_self: x[t] + ) sum_j src[j] (index_add's order), divided for mean by the number
-    of contributors (count + include_self). None where the key has no flat form (the caller
-    runs the composite)."""
+    of contributors (count + include_self)."""
     from tgrad.backends import numpy as be  # (be imports this module)
-    flat = be._flat_index(x.shape, key) if src.size else np.zeros(src.shape, np.int64)
-    if flat is None or flat.shape != src.shape:
-        return None
+    # (IndexAdd's own empty case: zeros)
     total = be.index_add(x.shape, x.dtype, key, src) if src.size else np.zeros(x.shape, x.dtype)
     if include_self:
         total = be.binary("add", x, total)
-    if include_self and not mean:
-        return _keep_unscattered(total, x, flat.reshape(-1)), None
+        if not mean:
+            return _keep_unscattered(total, x, key), None
     count = np.zeros(x.shape, x.dtype)  # (ones added: IndexAdd(ones)'s sums, exactly)
-    np.add.at(count.reshape(-1), flat.reshape(-1), x.dtype.type(1))
+    if src.size:
+        flat = be._flat_index(x.shape, key)
+        if flat is None:
+            np.add.at(count, key, x.dtype.type(1))
+        else:
+            np.add.at(count.reshape(-1), flat.reshape(-1), x.dtype.type(1))
     if mean:  # the contributors, 0 -> 1 (an exact max for counts)
         total = be.binary("div", total, np.maximum(count + 1 if include_self else count, 1))
     return be.where(count > 0, total, np.ascontiguousarray(x)), count
 
 
-def _keep_unscattered(y: np.ndarray, x: np.ndarray, flat: np.ndarray) -> np.ndarray:
+def _keep_unscattered(y: np.ndarray, x: np.ndarray, key) -> np.ndarray:
     """where(hit, y, x) for y = x + total (total +0.0 where nothing is scattered, hit the
-    positions in flat) without a pass over the targets: x + 0.0 has x's bits except for
+    positions key names) without a pass over the targets: x + 0.0 has x's bits except for
     x = -0.0 (+0.0) and a NaN (NumPy's loop may return the NaN operand quieted), so only
     those positions, where not hit, get x back. y written in place."""
     xf = np.ascontiguousarray(x).reshape(-1)
     special = np.flatnonzero(np.signbit(xf) & (xf == 0) | np.isnan(xf))
     if special.size:
-        hit = np.zeros(xf.size, np.bool_)
-        hit[flat] = True
-        keep = special[~hit[special]]
+        hit = np.zeros(x.shape, np.bool_)
+        hit[key] = True
+        keep = special[~hit.reshape(-1)[special]]
         y.reshape(-1)[keep] = xf[keep]
     return y
 
@@ -182,10 +184,10 @@ def scatter_sum_bwd(g: np.ndarray, key, count: np.ndarray, mean: bool,
         n = count + 1 if include_self else count
         with np.errstate(all="ignore"):
             g = np.divide(g, np.maximum(n, 1))
-    if math.prod(src_shape):
-        flat = be._flat_index(g.shape, key)  # (scatter_sum_fwd found one)
+    flat = be._flat_index(g.shape, key) if math.prod(src_shape) else None
+    if flat is not None:
         gsrc = np.take(g.reshape(-1), flat.reshape(-1)).reshape(src_shape)
-    else:
-        gsrc = np.zeros(src_shape, g.dtype)
+    else:  # (empty, or a key with no flat form: NumPy's indexing)
+        gsrc = np.array(g[key], dtype=g.dtype).reshape(src_shape)
     gx = g if include_self else be.where(count > 0, np.zeros((), g.dtype), g)
     return gx, gsrc

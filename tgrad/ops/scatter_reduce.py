@@ -83,13 +83,12 @@ class ScatterReduce(Function):
             ctx.save_for_backward(x, src, y if reduce in ("amax", "amin") else None)
             return y
         if reduce in ("sum", "mean") and _fast_sum(x, src):  # the same steps on the arrays
-            res = _numpy_scatter.scatter_sum_fwd(x._data, src._data, key, reduce == "mean",
-                                                 include_self)
-            if res is not None:
-                (y, count), ctx.arrays = res, True
-                ctx.count = None if count is None else wrap(count, x.device)
-                ctx.save_for_backward(x, src, None)
-                return wrap(y, x.device)
+            y, count = _numpy_scatter.scatter_sum_fwd(x._data, src._data, key,
+                                                      reduce == "mean", include_self)
+            ctx.arrays = True
+            ctx.count = None if count is None else wrap(count, x.device)
+            ctx.save_for_backward(x, src, None)
+            return wrap(y, x.device)
         count = _count(src, key, shape)  # values sent to each target (real)
         hit = count > 0
         if reduce in ("sum", "mean"):
