@@ -23,8 +23,9 @@ from __future__ import annotations
 import numpy as np
 
 from tgrad.backends import numpy as be
+from tgrad.backends._numpy_dtypes import FLOAT32_64
 
-_FAST = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+_FAST = FLOAT32_64
 
 
 def fast_dtype(dt: np.dtype) -> bool:

@@ -46,9 +46,11 @@ import math
 
 import numpy as np
 
+from tgrad.backends._numpy_dtypes import FLOAT32_64
+
 __all__ = ["FAST_DTYPES", "avg_fwd", "avg_bwd", "max_fwd", "max_bwd"]
 
-FAST_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+FAST_DTYPES = FLOAT32_64
 
 
 @functools.lru_cache(maxsize=256)

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from tgrad.backends._numpy_dtypes import FLOAT32_64
+
 __all__ = ["FAST_DTYPES", "segment_first_max", "segment_sums"]
 
-FAST_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+FAST_DTYPES = FLOAT32_64
 
 _STEP_COST = 4000  # a loop step's overhead in element-adds (~4 us at ~1 ns an element)
 _FREE_STEPS = 64  # segment_first_max's loops up to this length: cheaper than the composite

@@ -20,8 +20,9 @@ from __future__ import annotations
 import numpy as np
 
 from tgrad.backends import numpy as be
+from tgrad.backends._numpy_dtypes import FLOAT32_64
 
-_FAST = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+_FAST = FLOAT32_64
 # float dtype -> (its same-width signed integer, the sign bit as that integer)
 _SIGN = {np.dtype(np.float32): (np.int32, np.int32(-(1 << 31))),
          np.dtype(np.float64): (np.int64, np.int64(-(1 << 63)))}

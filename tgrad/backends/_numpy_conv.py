@@ -24,12 +24,13 @@ import math
 import numpy as np
 
 from tgrad.backends import numpy as _nb
+from tgrad.backends._numpy_dtypes import FLOAT32_64
 from tgrad.backends._workspace import WORKSPACE, Workspace
 
 __all__ = ["FAST_DTYPES", "WORKSPACE", "Workspace", "conv_bwd", "conv_fwd", "wide_col2im",
            "wide_col2im_applies"]
 
-FAST_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+FAST_DTYPES = FLOAT32_64
 _FULL = slice(None)
 _RUN = 64  # elements: whole 64-byte vectors of any dtype
 

@@ -43,10 +43,11 @@ import functools
 import numpy as np
 
 from tgrad.backends import numpy as _be
+from tgrad.backends._numpy_dtypes import FLOAT32_64
 
 __all__ = ["FAST_DTYPES", "resample_fwd", "resample_bwd"]
 
-FAST_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+FAST_DTYPES = FLOAT32_64
 
 _FULL = slice(None)
 

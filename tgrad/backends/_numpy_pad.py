@@ -35,11 +35,13 @@ import math
 
 import numpy as np
 
+from tgrad.backends._numpy_dtypes import FLOAT32_64
+
 __all__ = ["FAST_DTYPES", "index_pad_fwd", "index_pad_bwd", "pixel_shuffle",
            "pixel_unshuffle", "channel_shuffle"]
 
 # dtypes of the backward's fast sums (float16/bfloat16 sum in float32 in the composite)
-FAST_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+FAST_DTYPES = FLOAT32_64
 
 _FLAT_LIMIT = 1 << 17  # the most flat plane positions indexed at once (8 bytes each, cached)
 
