@@ -19,6 +19,7 @@ from tgrad import dtypes, return_types
 from tgrad.autograd import profiler_hooks
 from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import STATE, is_grad_enabled
+from tgrad.backends import _numpy_norms as _np_norms
 from tgrad.ops._common import (
     backend_of,
     make_view,
@@ -899,6 +900,10 @@ class Norm(Function):
             return None, None, None, None
         x, y = ctx.saved_tensors
         axes, keep = ctx.axes, ctx.keepdim
+        if ctx.p in (1, 2) and _norm_grad_on_numpy(g, x, y):  # the same steps on the arrays
+            kept = _kept_shape(x.shape, axes)
+            return wrap(_np_norms.norm_grad(g._data, x._data, y._data, ctx.p, kept),
+                        x.device), None, None, None
         a = _complex_abs(x) if x.dtype.is_complex else x
         gx = _expand_back(g, x.shape, axes, keep)
         yb = _expand_back(y, x.shape, axes, keep)
@@ -910,6 +915,16 @@ class Norm(Function):
             from tgrad.ops.aliases import sgn
             ga = ga * sgn(x)
         return ga, None, None, None
+
+
+def _norm_grad_on_numpy(g: Tensor, x: Tensor, y: Tensor) -> bool:
+    """Whether Norm's plain backward runs _numpy_norms.norm_grad: no graph to record
+    (create_graph and forward AD keep the tgrad ops), CPU float32/float64 tensors of one
+    dtype, x C-contiguous (the composition's result layout), non-empty and at least 1-d."""
+    xa = x._data
+    return (not differentiable_formula() and x._device.type == "cpu"
+            and _np_norms.fast_dtype(xa.dtype) and g.dtype is x.dtype and y.dtype is x.dtype
+            and xa.ndim > 0 and xa.size > 0 and xa.flags.c_contiguous)
 
 
 def _complex_abs(x: Tensor) -> Tensor:

@@ -1,0 +1,118 @@
+"""The CPU paths of the norm family's plain backwards (tgrad/backends/_numpy_norms.py: the
+vector norm's p = 1 and 2 gradient, taken in tgrad/ops/reduce.py) against the
+compositions of tgrad ops they replace, forced by monkeypatching ``_numpy_norms.fast_dtype``:
+bit-identical gradients (NaN payloads, +-inf, +-0, zero rows) for float32/float64, dims,
+keepdim, odd sizes, empty, 0-d and non-contiguous inputs; node names; gradcheck and
+gradgradcheck in float64; other dtypes (the composition) still against float64."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from special_values import mixed_specials, raw_bytes
+
+import tgrad
+from tgrad.autograd import gradcheck, gradgradcheck
+from tgrad.backends import _numpy_norms
+
+NORMS = {
+    "norm": lambda x, p, dim, kd: x.norm(p, dim, kd),
+    "vector_norm": lambda x, p, dim, kd: tgrad.linalg.vector_norm(x, p, dim, kd),
+}
+SHAPES = [((517, 129), [None, 1, -2, (0, 1)]), ((7,), [None, 0]), ((3, 5, 7), [None, 1, (0, 2)]),
+          ((0, 4), [1]), ((), [None]), ((1, 1), [None, 0])]
+
+
+def _values(shape: tuple, dt, seed: int, specials: bool) -> np.ndarray:
+    """N(0, 1) (with +-0, NaN payloads and +-inf when ``specials``) and a zero first row
+    (the norm's gradient at 0)."""
+    rng = np.random.default_rng(seed)
+    a = (mixed_specials(shape, dt, rng) if specials
+         else rng.standard_normal(shape).astype(dt))
+    a = np.asarray(a, dt)
+    if a.ndim >= 2 and a.shape[0] > 1:
+        a[0] = 0
+    return a
+
+
+def _grad(fn, xn: np.ndarray, g_seed: int, layout: str, fast: bool, monkeypatch):
+    """(y, dx, node name) with the NumPy path on or off."""
+    monkeypatch.setattr(_numpy_norms, "fast_dtype",
+                        (lambda dt: dt in _numpy_norms._FAST) if fast else (lambda dt: False))
+    if layout == "c" or xn.ndim < 2:
+        x = tgrad.tensor(xn, requires_grad=True)
+    else:
+        x = tgrad.tensor(np.ascontiguousarray(xn.T)).permute(*range(xn.ndim - 1, -1, -1))
+        x = x.detach().requires_grad_(True)
+    y = fn(x)
+    g = np.random.default_rng(g_seed).standard_normal(y.shape).astype(xn.dtype)
+    y.backward(tgrad.tensor(g))
+    return y.detach().numpy(), x.grad.numpy(), y.grad_fn.name()
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("p", [2, 1, 2.0, 1.0])
+@pytest.mark.parametrize("name", list(NORMS))
+@pytest.mark.parametrize("specials", [False, True])
+def test_norm_grad_bits(monkeypatch, name, p, dt, specials):
+    for i, (shape, dims) in enumerate(SHAPES):
+        xn = _values(shape, dt, i, specials)
+        for dim in dims:
+            for kd in (False, True):
+                for layout in ("c", "t"):
+                    fn = lambda x, dim=dim, kd=kd: NORMS[name](x, p, dim, kd)  # noqa: E731
+                    ref = _grad(fn, xn, i, layout, False, monkeypatch)
+                    new = _grad(fn, xn, i, layout, True, monkeypatch)
+                    assert new[2] == ref[2] == "LinalgVectorNormBackward0"
+                    assert new[0].shape == ref[0].shape and new[1].shape == ref[1].shape
+                    assert raw_bytes(new[0]) == raw_bytes(ref[0])
+                    assert raw_bytes(new[1]) == raw_bytes(ref[1]), (shape, dim, kd, layout)
+
+
+def test_norm_grad_fast_path_taken(monkeypatch):
+    calls = []
+    orig = _numpy_norms.norm_grad
+    monkeypatch.setattr(_numpy_norms, "norm_grad", lambda *a: calls.append(1) or orig(*a))
+    x = tgrad.tensor(np.ones((4, 3), np.float32), requires_grad=True)
+    x.norm(dim=1).sum().backward()
+    assert calls == [1]
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((4, 3), 3 ** -0.5, np.float32))
+    # create_graph: the composition (differentiable), the same values, no NumPy path
+    x.grad = None
+    (gx,) = tgrad.autograd.grad(x.norm(dim=1).sum(), x, create_graph=True)
+    assert calls == [1] and gx.requires_grad
+    np.testing.assert_array_equal(gx.detach().numpy(), np.full((4, 3), 3 ** -0.5, np.float32))
+
+
+@pytest.mark.parametrize("p", [2, 1])
+def test_norm_grad_vs_float64(p):
+    """float32 gradients against NumPy's float64 formula (rows with a zero row)."""
+    xn = _values((33, 17), np.float32, 3, False)
+    x = tgrad.tensor(xn, requires_grad=True)
+    y = x.norm(p, 1)
+    g = np.random.default_rng(4).standard_normal(33)
+    y.backward(tgrad.tensor(g.astype(np.float32)))
+    x64 = xn.astype(np.float64)
+    n = np.linalg.norm(x64, p, axis=1, keepdims=True)
+    with np.errstate(all="ignore"):
+        ref = g[:, None] * (np.where(n == 0, 0, x64 / n) if p == 2 else np.sign(x64))
+    np.testing.assert_allclose(x.grad.numpy(), ref, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("p", [2, 1])
+@pytest.mark.parametrize("dim", [None, 1, (0, 1)])
+def test_norm_gradcheck(p, dim):
+    x = tgrad.tensor(np.random.default_rng(5).standard_normal((4, 5)), requires_grad=True)
+    assert gradcheck(lambda t: t.norm(p, dim), (x,))
+    assert gradgradcheck(lambda t: t.norm(p, dim), (x,))
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_norm_grad_halves(dt):
+    """Half dtypes keep the composition: values against float64 (half rounding)."""
+    xn = np.random.default_rng(6).standard_normal((9, 13)).astype(np.float32)
+    x = tgrad.tensor(xn).to(getattr(tgrad, dt)).requires_grad_(True)
+    x.norm(dim=1).sum().backward()
+    x64 = x.detach().float().numpy().astype(np.float64)
+    ref = x64 / np.linalg.norm(x64, axis=1, keepdims=True)
+    np.testing.assert_allclose(x.grad.float().numpy(), ref, rtol=1e-2, atol=1e-2)
