@@ -116,3 +116,88 @@ def test_norm_grad_halves(dt):
     x64 = x.detach().float().numpy().astype(np.float64)
     ref = x64 / np.linalg.norm(x64, axis=1, keepdims=True)
     np.testing.assert_allclose(x.grad.float().numpy(), ref, rtol=1e-2, atol=1e-2)
+
+
+# ------------------------------------------------------------------ rms_norm
+RMS_CASES = [((512, 128), (128,)), ((7, 13), (13,)), ((3, 5, 7), (5, 7)), ((9,), (9,)),
+             ((4, 1), (1,)), ((2, 3, 1), (3, 1)), ((0, 5), (5,))]
+
+
+def _rms(fast: bool, monkeypatch, xn, wn, ns, gn, need_x=True, need_w=True, layout="c"):
+    """(y, node name, the leaves' gradients) of F.rms_norm with the NumPy path on or off."""
+    monkeypatch.setattr(_numpy_norms, "fast_dtype",
+                        (lambda dt: dt in _numpy_norms._FAST) if fast else (lambda dt: False))
+    if layout == "c" or xn.ndim < 2:
+        x = tgrad.tensor(xn, requires_grad=need_x)
+    else:
+        x = tgrad.tensor(np.ascontiguousarray(xn.T)).permute(*range(xn.ndim - 1, -1, -1))
+        x = x.detach().requires_grad_(need_x)
+    w = None if wn is None else tgrad.tensor(wn, requires_grad=need_w)
+    y = tgrad.nn.functional.rms_norm(x, ns, w)
+    y.backward(tgrad.tensor(gn))
+    grads = [t.grad.numpy() for t in (x, w) if t is not None and t.requires_grad]
+    return [y.detach().numpy()] + grads, y.grad_fn.name()
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("weight", [True, False])
+@pytest.mark.parametrize("needs", [(True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("layout", ["c", "t"])
+def test_rms_norm_bits(monkeypatch, dt, weight, needs, layout):
+    """Output and gradients bit for bit as the composition's (zero rows, NaN, odd sizes,
+    empty, size-1 normalized dims, a transposed x: the composition on both sides)."""
+    if not weight and not needs[0]:
+        return
+    rng = np.random.default_rng(7)
+    for shape, ns in RMS_CASES:
+        xn = rng.standard_normal(shape).astype(dt)
+        if xn.ndim > 1 and xn.shape[0] > 2:
+            xn[0] = 0
+            xn[1].flat[0] = np.nan
+            xn[2].flat[-1] = np.inf
+        wn = rng.standard_normal(ns).astype(dt) if weight else None
+        gn = rng.standard_normal(shape).astype(dt)
+        ref, ref_name = _rms(False, monkeypatch, xn, wn, ns, gn, *needs, layout=layout)
+        new, new_name = _rms(True, monkeypatch, xn, wn, ns, gn, *needs, layout=layout)
+        assert new_name == ref_name == "MulBackward0"
+        assert len(new) == len(ref)
+        for a, b in zip(new, ref):
+            assert a.shape == b.shape and raw_bytes(a) == raw_bytes(b), (shape, ns)
+
+
+def test_rms_norm_vs_float64():
+    rng = np.random.default_rng(8)
+    xn = rng.standard_normal((33, 17)).astype(np.float32)
+    wn = rng.standard_normal(17).astype(np.float32)
+    y = tgrad.nn.functional.rms_norm(tgrad.tensor(xn), (17,), tgrad.tensor(wn), eps=1e-6)
+    x64 = xn.astype(np.float64)
+    ref = x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + 1e-6) * wn
+    np.testing.assert_allclose(y.numpy(), ref, rtol=2e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("weight", [True, False])
+def test_rms_norm_gradcheck(weight):
+    rng = np.random.default_rng(9)
+    x = tgrad.tensor(rng.standard_normal((3, 4, 5)), requires_grad=True)
+    w = tgrad.tensor(rng.standard_normal((4, 5)), requires_grad=True)
+    fn = lambda a, *b: tgrad.nn.functional.rms_norm(a, (4, 5), *b)  # noqa: E731
+    args = (x, w) if weight else (x,)
+    assert gradcheck(fn, args)
+    assert gradgradcheck(fn, args)
+
+
+def test_rms_norm_create_graph_matches(monkeypatch):
+    """The create_graph gradients (the tgrad-ops formula) equal the plain ones bit for bit
+    here, and differentiate again."""
+    rng = np.random.default_rng(10)
+    x = tgrad.tensor(rng.standard_normal((6, 11)).astype(np.float32), requires_grad=True)
+    w = tgrad.tensor(rng.standard_normal(11).astype(np.float32), requires_grad=True)
+    g = tgrad.tensor(rng.standard_normal((6, 11)).astype(np.float32))
+    y = tgrad.nn.functional.rms_norm(x, (11,), w)
+    plain = tgrad.autograd.grad(y, (x, w), g, retain_graph=True)
+    cg = tgrad.autograd.grad(y, (x, w), g, create_graph=True)
+    for a, b in zip(plain, cg):
+        np.testing.assert_allclose(b.detach().numpy(), a.numpy(), rtol=1e-6, atol=1e-6)
+    assert cg[0].requires_grad
+    (cg[0].sum() + cg[1].sum()).backward()
+    assert x.grad is not None and w.grad is not None

@@ -13,6 +13,8 @@ constant under the mask (the same bits), skipped when the mask is all false.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tgrad.backends import numpy as be
@@ -46,3 +48,68 @@ def norm_grad(g: np.ndarray, x: np.ndarray, y: np.ndarray, p: float, kept: tuple
         return np.multiply(gb, r, out=r)
     finally:
         be._quiet_exit(token)
+
+
+# ------------------------------------------------------------------ rms_norm
+# x (..., *normalized) float32/float64, C-contiguous, non-empty; the statistics over its
+# last k dims (``dims``); w None or the normalized shape, of x's dtype. The composition
+# (tgrad/nn/_norm.py rms_norm) and its nodes:
+#   q = x * x;  m = mean(q, dims, keepdim);  s = m + eps;  r = rsqrt(s);  t = x * r;
+#   y = t * w (y = t without w)
+# backward, node by node in the engine's order (Mul(t, w), Mul(x, r), Rsqrt, Add, Mean,
+# Mul(x, x)), each product broadcast as the composition's:
+#   gt = g * w,  dw = sum over the batch dims of (g * t)
+#   gx1 = gt * r,  gr = sum over dims of (gt * x)
+#   gs = gr * (r * r * r) * -0.5   (the rsqrt rule, the backend's grad_formula)
+#   gq = gs / n (n = the count over dims), broadcast;  gx2 = gq * x (twice: x * x's rules)
+#   dx = (gx1 + gx2) + gx2   (x's gradients summed in the order the engine adds them)
+def rms_norm_fwd(x: np.ndarray, w, k: int, eps: float) -> tuple:
+    """(y, r, t): y the output, r = rsqrt(mean(x^2) + eps) (kept dims) and t = x * r (t is
+    y without a weight) for the backward."""
+    dims = tuple(range(x.ndim - k, x.ndim))
+    dt = x.dtype.type
+    token = be._quiet_enter()
+    try:
+        q = np.multiply(x, x)
+        m = be.mean(q, dims, True)
+        del q
+        r = np.true_divide(1.0, np.sqrt(np.add(m, dt(eps))))  # the backend's rsqrt
+        t = np.multiply(x, r)
+        y = t if w is None else np.multiply(t, w)
+    finally:
+        be._quiet_exit(token)
+    return y, r, t
+
+
+def _sum_over(a: np.ndarray, axes: tuple, shape: tuple) -> np.ndarray:
+    """sum_to(a, shape): a summed over ``axes`` (the backend's sum_, kept dims) and
+    reshaped to ``shape``; a itself when there is nothing to sum (a is a fresh product)."""
+    if not axes:
+        return a.reshape(shape)
+    return be.sum_(a, axes, True).reshape(shape)
+
+
+def rms_norm_bwd(g: np.ndarray, x: np.ndarray, w, r: np.ndarray, t: np.ndarray, k: int,
+                 need_x: bool, need_w: bool) -> tuple:
+    """(dx, dw) of rms_norm_fwd's y (None where not needed); g of x's shape and dtype."""
+    dims = tuple(range(x.ndim - k, x.ndim))
+    lead = x.ndim - k
+    dt = x.dtype.type
+    dx = dw = None
+    token = be._quiet_enter()
+    try:
+        if need_w and w is not None:
+            dw = _sum_over(np.multiply(g, t), tuple(range(lead)), w.shape)
+        if need_x:
+            gt = g if w is None else np.multiply(g, w)
+            gx1 = np.multiply(gt, r)
+            gr = _sum_over(np.multiply(gt, x), tuple(d for d in dims if x.shape[d] != 1),
+                           r.shape)
+            gs = be.grad_formula("rsqrt", gr, r)
+            gq = np.true_divide(gs, dt(math.prod(x.shape[lead:])))
+            gx2 = np.multiply(gq, x)
+            np.add(gx1, gx2, out=gx1)
+            dx = np.add(gx1, gx2, out=gx1)
+    finally:
+        be._quiet_exit(token)
+    return dx, dw

@@ -20,8 +20,9 @@ from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.autograd import function as _function
 from tgrad.autograd.function import Function, differentiable_formula
-from tgrad.autograd.grad_mode import is_grad_enabled, no_grad
+from tgrad.autograd.grad_mode import STATE, is_grad_enabled, no_grad
 from tgrad.backends import _numpy_nn as _np_nn
+from tgrad.backends import _numpy_norms as _np_norms
 from tgrad.nn.functional import _check_float, _check_tensor
 from tgrad.ops._common import backend_of, fresh, rounded_to, widen_halves, wrap
 from tgrad.tensor import Tensor, _int_arg
@@ -513,6 +514,8 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # n
                                             f"{input.dtype.name})")
     if eps is None:  # the compute dtype's epsilon: float32's for float16/bfloat16 (PyTorch)
         eps = float(ml_dtypes.finfo(_widened(input).dtype.np).eps)
+    if _rms_norm_on_numpy(input, weight):  # one node, NumPy forward and plain backward
+        return RmsNormCpu.apply(input, weight, k, float(eps))
     (x, w), half = widen_halves(input, weight)
     dims = tuple(range(x.ndim - k, x.ndim))
     y = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
@@ -522,3 +525,62 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # n
     if y.dtype is not input.dtype and not y.dtype.is_complex:  # PyTorch's: in input's dtype
         y = y.to(input.dtype)  # (a float64 weight does not widen a float32 input)
     return y
+
+
+def _rms_norm_on_numpy(x: Tensor, w: Tensor | None) -> bool:
+    """Whether rms_norm runs as RmsNormCpu: a CPU float32/float64 x, C-contiguous and
+    non-empty, w None or of x's dtype, and no forward-AD level (its tangents need the
+    composition's nodes)."""
+    xa = x._data
+    return (x._device.type == "cpu" and _np_norms.fast_dtype(xa.dtype) and xa.size > 0
+            and xa.flags.c_contiguous and (w is None or w.dtype is x.dtype)
+            and not (_function._FW_ACTIVE and STATE.fw_level is not None))
+
+
+class RmsNormCpu(Function):
+    """rms_norm on the CPU arrays (_numpy_norms.rms_norm_fwd / _bwd: the composition's
+    steps, the same bits): y = x rsqrt(mean(x^2 over the last k dims) + eps) [* w]. One
+    node named as the composition's last (PyTorch's MulBackward0). Under create_graph the
+    backward is the composition itself, rebuilt from x and w (differentiable)."""
+
+    name = "rms_norm"
+    node_name = "MulBackward0"
+
+    @staticmethod
+    def forward(ctx, x, w, k, eps):
+        y, r, t = _np_norms.rms_norm_fwd(x._data, None if w is None else w._data, k, eps)
+        ctx.k, ctx.eps, ctx.r, ctx.t = k, eps, r, t
+        ctx.save_for_backward(x, w)
+        return wrap(y, x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        need_x, need_w = ctx.needs_input_grad[:2]
+        need_w = need_w and w is not None
+        if differentiable_formula() or g.dtype is not x.dtype or g.device.type != "cpu":
+            return _rms_norm_composite_grads(g, x, w, ctx.k, ctx.eps, need_x, need_w)
+        wa = None if w is None else w._data
+        dx, dw = _np_norms.rms_norm_bwd(np.ascontiguousarray(g._data), x._data, wa, ctx.r,
+                                        ctx.t, ctx.k, need_x, need_w)
+        return (None if dx is None else wrap(dx, x.device),
+                None if dw is None else wrap(dw, x.device), None, None)
+
+
+def _rms_norm_composite_grads(g: Tensor, x: Tensor, w: Tensor | None, k: int, eps: float,
+                              need_x: bool, need_w: bool) -> tuple:
+    """RmsNormCpu's gradients in tgrad ops (recorded under create_graph, differentiable
+    again): _numpy_norms.rms_norm_bwd's formula, r = rsqrt(mean(x^2) + eps) recomputed
+    from x (so second derivatives flow through it)."""
+    from tgrad.ops.reduce import sum_to
+    dims = tuple(range(x.ndim - k, x.ndim))
+    r = ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
+    dx = dw = None
+    if need_w:
+        dw = sum_to(g * (x * r), w.shape)
+    if need_x:
+        gt = g if w is None else g * w
+        gr = sum_to(gt * x, r.shape)
+        gx2 = (gr * (r * r * r) * -0.5) / float(math.prod(x.shape[x.ndim - k:])) * x
+        dx = gt * r + gx2 + gx2
+    return dx, dw, None, None
