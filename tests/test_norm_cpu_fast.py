@@ -201,3 +201,57 @@ def test_rms_norm_create_graph_matches(monkeypatch):
     assert cg[0].requires_grad
     (cg[0].sum() + cg[1].sum()).backward()
     assert x.grad is not None and w.grad is not None
+
+
+# ------------------------------------------------------------------ normalize
+NZ_SHAPES = [(517, 129), (7, 13), (3, 5, 7), (9,), (4, 1), (1, 6), (0, 3)]
+
+
+def _nz(fast: bool, monkeypatch, xn, p, dim, eps, gn, create_graph=False):
+    monkeypatch.setattr(_numpy_norms, "fast_dtype",
+                        (lambda dt: dt in _numpy_norms._FAST) if fast else (lambda dt: False))
+    x = tgrad.tensor(xn, requires_grad=True)
+    y = tgrad.nn.functional.normalize(x, p, dim, eps)
+    (gx,) = tgrad.autograd.grad(y, x, tgrad.tensor(gn), create_graph=create_graph)
+    return [y.detach().numpy(), gx.detach().numpy()], y.grad_fn.name()
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("p", [2, 1, 2.0])
+@pytest.mark.parametrize("eps", [1e-12, 0.0, 0.5])
+def test_normalize_bits(monkeypatch, dt, p, eps):
+    """Output and gradient bit for bit as the composition's, also under create_graph
+    (zero, NaN, inf and small rows, every dim incl. negative ones, odd sizes, empty)."""
+    rng = np.random.default_rng(11)
+    for shape in NZ_SHAPES:
+        for dim in range(-len(shape), len(shape)):
+            xn = rng.standard_normal(shape).astype(dt)
+            if xn.ndim > 1 and xn.shape[0] > 2:
+                xn[0] = 0
+                xn[1].flat[0] = np.nan
+                xn[2].flat[-1] = np.inf
+                xn[-1] *= dt(1e-3)
+            gn = rng.standard_normal(shape).astype(dt)
+            ref, ref_name = _nz(False, monkeypatch, xn, p, dim, eps, gn)
+            for cg in (False, True):
+                new, new_name = _nz(True, monkeypatch, xn, p, dim, eps, gn, cg)
+                assert new_name == ref_name == "DivBackward0"
+                for a, b in zip(new, ref):
+                    assert a.shape == b.shape and raw_bytes(a) == raw_bytes(b), (shape, dim, cg)
+
+
+def test_normalize_vs_float64():
+    xn = np.random.default_rng(12).standard_normal((33, 17)).astype(np.float32)
+    y = tgrad.nn.functional.normalize(tgrad.tensor(xn), dim=1)
+    x64 = xn.astype(np.float64)
+    np.testing.assert_allclose(y.numpy(), x64 / np.linalg.norm(x64, axis=1, keepdims=True),
+                               rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_normalize_gradcheck(p, dim):
+    x = tgrad.tensor(np.random.default_rng(13).standard_normal((3, 4, 5)), requires_grad=True)
+    fn = lambda a: tgrad.nn.functional.normalize(a, p, dim)  # noqa: E731
+    assert gradcheck(fn, (x,))
+    assert gradgradcheck(fn, (x,))

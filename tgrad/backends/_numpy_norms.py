@@ -113,3 +113,38 @@ def rms_norm_bwd(g: np.ndarray, x: np.ndarray, w, r: np.ndarray, t: np.ndarray, 
     finally:
         be._quiet_exit(token)
     return dx, dw
+
+
+# ------------------------------------------------------------------ normalize
+# F.normalize's composition (tgrad/nn/_composite.py) over one axis ``ax`` of x, p = 1 or 2:
+#   n = norm(x, p, ax, keepdim);  d = clamp(n, min=eps);  y = x / d
+# backward, node by node in the engine's order (Div, Clamp, Norm):
+#   q = g / d (x's share);  gd = sum over ax of (-(q * x) / d)   (div's rules)
+#   gn = gd where n > eps, else 0   (clamp's rule)
+#   dx = q + norm_grad(gn, x, n, p)   (x's two gradients in the order the engine adds them)
+def normalize_fwd(x: np.ndarray, p: float, ax: int, eps: float) -> tuple:
+    """(y, n, d): y = x / max(||x||_p over ax, eps), n the norm and d the clamped norm
+    (kept dims)."""
+    n = be.norm(x, p, (ax,), True)
+    d = be._clamp(n, x.dtype.type(eps), None)
+    token = be._quiet_enter()
+    try:
+        return np.true_divide(x, d), n, d
+    finally:
+        be._quiet_exit(token)
+
+
+def normalize_bwd(g: np.ndarray, x: np.ndarray, n: np.ndarray, d: np.ndarray, p: float,
+                  ax: int, eps: float) -> np.ndarray:
+    """dx of normalize_fwd's y; g of x's shape and dtype."""
+    token = be._quiet_enter()
+    try:
+        q = np.true_divide(g, d)
+        t = be.grad_formula("div_b", q, x, d)
+        gd = be.sum_(t, (ax,), True) if x.shape[ax] != 1 else t
+        del t
+        gn = be.grad_formula("gt_mask", gd, n, float(x.dtype.type(eps)))
+    finally:
+        be._quiet_exit(token)
+    dx = norm_grad(gn, x, n, p, n.shape)
+    return np.add(q, dx, out=dx)

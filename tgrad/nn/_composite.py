@@ -27,7 +27,9 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._autocast import UNSAFE_BCE, autocast_policy, refuse_in_region
+from tgrad.autograd import function as _function
 from tgrad.autograd.function import Function, differentiable_formula, expandable
+from tgrad.autograd.grad_mode import STATE
 from tgrad.backends import _numpy_act as _np_act
 from tgrad.nn._piecewise import _Attach
 from tgrad.nn.functional import (
@@ -951,11 +953,62 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,  
     PyTorch's)."""
     if not (isinstance(input, Tensor) and input.dtype.is_complex):
         _check_float("normalize", input)
+    if out is None and _normalize_on_numpy(input, p):  # one node, NumPy forward and backward
+        return _NormalizeCpu.apply(input, float(p), _wrap_dim(dim, input.ndim, "normalize"),
+                                   float(eps))
     denom = clamp(input.norm(p, dim, keepdim=True), min=eps)
     if out is not None:  # PyTorch's torch.div(input, denom, out=out): out='s rules, no grad
         import tgrad
         return tgrad.div(input, denom.expand_as(input), out=out)
     return input / denom
+
+
+def _normalize_on_numpy(x: Tensor, p) -> bool:
+    """Whether normalize runs as _NormalizeCpu: p = 1 or 2, a CPU float32/float64 x, at
+    least 1-d, C-contiguous and non-empty, and no forward-AD level (its tangents need the
+    composition's nodes)."""
+    from tgrad.backends import _numpy_norms
+    xa = x._data
+    return (type(p) in (int, float) and p in (1, 2) and x._device.type == "cpu"
+            and _numpy_norms.fast_dtype(xa.dtype) and xa.ndim > 0 and xa.size > 0
+            and xa.flags.c_contiguous
+            and not (_function._FW_ACTIVE and STATE.fw_level is not None))
+
+
+class _NormalizeCpu(Function):
+    """F.normalize on the CPU arrays (_numpy_norms.normalize_fwd / _bwd: the composition's
+    steps, the same bits): y = x / max(||x||_p over dim, eps). One node named as the
+    composition's last (PyTorch's DivBackward0). Under create_graph the backward is the
+    composition rebuilt from x in tgrad ops (differentiable again)."""
+
+    name = "normalize"
+    node_name = "DivBackward0"
+
+    @staticmethod
+    def forward(ctx, x, p, dim, eps):
+        from tgrad.backends import _numpy_norms
+        y, n, d = _numpy_norms.normalize_fwd(x._data, p, dim, eps)
+        ctx.p, ctx.dim, ctx.eps, ctx.n, ctx.d = p, dim, eps, n, d
+        ctx.save_for_backward(x)
+        return wrap(y, x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        if differentiable_formula() or g.dtype is not x.dtype or g.device.type != "cpu":
+            from tgrad.ops.elementwise import _DIV_B, _GT_MASK
+            from tgrad.ops.reduce import _norm_grad, sum_to
+            n = x.norm(ctx.p, ctx.dim, keepdim=True)
+            d = clamp(n, min=ctx.eps)
+            q = g / d
+            gd = sum_to(_DIV_B(q, x, d), d.shape)
+            gn = _GT_MASK(gd, n, float(x.dtype.np.type(ctx.eps)))
+            gx = _norm_grad(gn.expand(x.shape), x, n.expand(x.shape), ctx.p)  # Norm's rule
+            return q + gx, None, None, None
+        from tgrad.backends import _numpy_norms
+        dx = _numpy_norms.normalize_bwd(np.ascontiguousarray(g._data), x._data, ctx.n,
+                                        ctx.d, ctx.p, ctx.dim, ctx.eps)
+        return wrap(dx, x.device), None, None, None
 
 
 def one_hot(input: Tensor, num_classes: int = -1) -> Tensor:  # noqa: A002
