@@ -6,3 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 FLOAT32_64 = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+
+
+def fast_dtype(dt: np.dtype) -> bool:
+    """Whether the CPU fast paths take arrays of NumPy dtype ``dt``."""
+    return dt in FLOAT32_64

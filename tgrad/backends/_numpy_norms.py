@@ -18,13 +18,7 @@ import math
 import numpy as np
 
 from tgrad.backends import numpy as be
-
-_FAST = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
-
-
-def fast_dtype(dt: np.dtype) -> bool:
-    """Whether the functions here take arrays of NumPy dtype ``dt``."""
-    return dt in _FAST
+from tgrad.backends._numpy_dtypes import fast_dtype  # noqa: F401 - the callers' dtype test
 
 
 def norm_grad(g: np.ndarray, x: np.ndarray, y: np.ndarray, p: float, kept: tuple) -> np.ndarray:
