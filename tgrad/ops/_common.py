@@ -270,11 +270,12 @@ def same_device(op: str, *tensors: Tensor):
     dev = None
     for t in tensors:
         if isinstance(t, Tensor):
+            d = t._device
             if dev is None:
-                dev = t.device
-            elif t.device != dev:
+                dev = d
+            elif d is not dev and d != dev:  # (device objects are mostly shared: `is` first)
                 raise RuntimeError(f"{op}: expected all tensors to be on the same device, but "
-                                   f"found at least two devices, {dev} and {t.device}!")
+                                   f"found at least two devices, {dev} and {d}!")
     return dev
 
 

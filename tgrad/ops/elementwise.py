@@ -1554,7 +1554,8 @@ class Where(Function):
                                f"tensor with {got}; compare it first, e.g. condition != 0")
         t = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else cond
         dev = same_device("where", cond, a, b)
-        dt = dtypes.result_type(*(x for x in (a, b)))
+        dt = (a._dtype if type(a) is Tensor and type(b) is Tensor and a._dtype is b._dtype
+              else dtypes.result_type(a, b))
         if dt.is_complex:  # where(x > 0, x, 1j) of a real GPU tensor: complex is CPU-only
             dtypes.check_complex_device("where", dt, dev)
         be = backend_of(t)
