@@ -18,6 +18,7 @@ import numpy as np
 
 from tgrad.backends._numpy_grid_sample import grid_sample_bwd, grid_sample_fwd
 from tgrad.backends._numpy_sum import _MAX_RUNNING, flat_blocks, float_sum
+from tgrad.backends._quiet import quiet
 from tgrad.backends._workspace import WORKSPACE as _WORKSPACE
 
 __all__ = ["softmax_fwd", "softmax_bwd", "log_softmax_fwd", "log_softmax_bwd",
@@ -94,7 +95,7 @@ def softmax_fwd(x: np.ndarray, axis: int) -> np.ndarray:
     """y = exp(x - m) / sum(exp(x - m)), m the row max (stable)."""
     dt = x.dtype
     xf = _up(x)
-    with np.errstate(all="ignore"):
+    with quiet():
         if _sm_rows(axis, xf):  # the same steps in one new buffer
             x2 = _rows(xf)
             e = np.subtract(x2, _row_max(x2))
@@ -113,7 +114,7 @@ def softmax_bwd(g: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray:
     """dx = y * (g - sum(g * y))."""
     dt = g.dtype
     g, y = _up(g), _up(y)
-    with np.errstate(all="ignore"):
+    with quiet():
         if _sm_rows(axis, g, y):  # in g * y's buffer
             g2, y2 = _rows(g), _rows(y)
             t = np.multiply(g2, y2)
@@ -127,7 +128,7 @@ def log_softmax_fwd(x: np.ndarray, axis: int) -> np.ndarray:
     """y = x - logsumexp(x) = (x - m) - log(sum(exp(x - m)))."""
     dt = x.dtype
     xf = _up(x)
-    with np.errstate(all="ignore"):
+    with quiet():
         if _sm_rows(axis, xf):  # in x - m's buffer
             x2 = _rows(xf)
             s = np.subtract(x2, _row_max(x2))
@@ -141,7 +142,7 @@ def log_softmax_bwd(g: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray:
     """dx = g - exp(y) * sum(g)."""
     dt = g.dtype
     g, y = _up(g), _up(y)
-    with np.errstate(all="ignore"):
+    with quiet():
         e = np.exp(y)  # exp(y) * sum(g), then g - that, in this one buffer (y's layout)
         if not (_same_layout(e, g) and e.dtype == g.dtype):
             return _down(g - e * float_sum(g, axis, True), dt)
@@ -174,7 +175,7 @@ def cross_entropy_fwd(x: np.ndarray, t: np.ndarray, rw, axis: int, ignore_index:
     xf = _up(x)
     keep = t != ignore_index
     w = _row_weights(t, rw, ignore_index, xf.dtype)
-    with np.errstate(all="ignore"):
+    with quiet():
         m = _max_keep(xf, axis)
         e = np.subtract(xf, m)
         log_s = np.squeeze(np.log(float_sum(np.exp(e, out=e), axis, True)), axis)
@@ -206,14 +207,14 @@ def cross_entropy_bwd(g: np.ndarray, x: np.ndarray, t: np.ndarray, rw, lse: np.n
     gf = _up(g)
     w = _row_weights(t, rw, ignore_index, xf.dtype)
     if reduction == "mean":
-        with np.errstate(all="ignore"):
+        with quiet():
             w = w / np.sum(w, dtype=xf.dtype)
-    with np.errstate(all="ignore"):
+    with quiet():
         c = np.expand_dims((gf * w).astype(xf.dtype, copy=False), axis)
     keep = t != ignore_index
     if not keep.all():  # exactly 0 on ignored rows, even for a NaN or inf g (PyTorch's)
         c = np.where(np.expand_dims(keep, axis), c, 0).astype(xf.dtype, copy=False)
-    with np.errstate(all="ignore"):
+    with quiet():
         p = xf - np.expand_dims(lse[0], axis)
         p -= np.expand_dims(lse[1], axis)
         np.exp(p, out=p)
@@ -273,7 +274,7 @@ def nll_loss_fwd(x: np.ndarray, safe: np.ndarray, w: np.ndarray, keep: np.ndarra
     "sum": sum_i loss_i, "mean": sum_i loss_i / sum_i w_i (0/0 = NaN when every row is
     ignored, as PyTorch)."""
     dt = x.dtype
-    with np.errstate(all="ignore"):
+    with quiet():
         key = _class_key(x.ndim, safe, axis)
         picked = (x[key] if key is not None else
                   np.squeeze(np.take_along_axis(x, np.expand_dims(safe, axis), axis), axis))
@@ -292,7 +293,7 @@ def nll_loss_bwd(g: np.ndarray, safe: np.ndarray, w: np.ndarray, keep: np.ndarra
     c_i = -g_i w_i ("none"), -g w_i ("sum"), -g (w_i / sum(w)) ("mean"), 0 where not keep
     (even for a NaN or inf g); 0 + c, so a -0.0 becomes 0.0 (the scatter-add's bits)."""
     dt = g.dtype
-    with np.errstate(all="ignore"):
+    with quiet():
         if reduction == "mean":
             w = _div(w, _total(w, dt), dt)
         c = np.where(keep, np.negative(_mul(g, w, dt)), dt.type(0))
@@ -349,7 +350,7 @@ def layer_norm_fwd(x: np.ndarray, k: int, w, b, eps: float) -> tuple:
     if _ln_rows(xf, k, w, b):
         return _ln_fwd_rows(xf, k, w, b, eps, dt)
     axes = tuple(range(x.ndim - k, x.ndim))
-    with np.errstate(all="ignore"):
+    with quiet():
         if x.size == 0:
             shape = x.shape[:x.ndim - k] + (1,) * k
             mean = np.zeros(shape, xf.dtype)
@@ -377,7 +378,7 @@ def _ln_fwd_rows(x: np.ndarray, k: int, w, b, eps: float, dt: np.dtype) -> tuple
     (y * rstd, * w, + b in place: the general path's products in its order)."""
     n = math.prod(x.shape[x.ndim - k:])
     x2 = x.reshape(-1, n)
-    with np.errstate(all="ignore"):
+    with quiet():
         mean = _row_sum(x2) / n
         y = np.subtract(x2, mean)
         shift = _row_sum(y) / n
@@ -408,7 +409,7 @@ def layer_norm_bwd(g: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: np.ndar
     if _ln_rows(xf, k, w) and gf.dtype == xf.dtype and gf.flags.c_contiguous \
             and gf.shape == xf.shape:
         return _ln_bwd_rows(gf, xf, mean, rstd, w, k, need_w, need_b, dt, pdt)
-    with np.errstate(all="ignore"):
+    with quiet():
         xhat = (xf - mean) * rstd
         gw = gf * _up(w) if w is not None else gf
         dw = None
@@ -446,7 +447,7 @@ def _ln_bwd_rows(g: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: np.ndarra
     batch = tuple(range(x.ndim - k))
     x2, g2 = x.reshape(-1, n), g.reshape(-1, n)
     mean, rstd = mean.reshape(-1, 1), rstd.reshape(-1, 1)
-    with np.errstate(all="ignore"):
+    with quiet():
         xhat = np.subtract(x2, mean)
         np.multiply(xhat, rstd, out=xhat)
         gw = g2 * w.reshape(n) if w is not None else g2
@@ -562,7 +563,7 @@ def batch_norm_fwd(x: np.ndarray, w, b, mean, var, eps: float) -> tuple:
     dt = x.dtype
     xf = _up(x)
     axes, shape, m = _bn_axes(x)
-    with np.errstate(all="ignore"):
+    with quiet():
         if mean is None:
             mean = _bn_sum(xf, axes) / xf.dtype.type(m)
             if _bn_blocked(xf):
@@ -625,7 +626,7 @@ def batch_norm_bwd(g: np.ndarray, x: np.ndarray, w, mean, invstd, training: bool
         dx, dw, db = _bn_bwd_blocked(gf, xf, w, mean, invstd, training, need_x, need_w,
                                      need_b, pdt)
         return None if dx is None else _down(dx, dt), dw, db
-    with np.errstate(all="ignore"):
+    with quiet():
         scale = invstd if w is None else invstd * _up(w).astype(xf.dtype)
         sum_g = _bn_sum(gf, axes) if need_b or training else None
         dx = sum_gxc = None
@@ -662,7 +663,7 @@ def _bn_bwd_blocked(g: np.ndarray, x: np.ndarray, w, mean, invstd, training: boo
     want_g, want_gxc = need_b or training, need_w or training
     dx = np.empty(x.shape, x.dtype) if training else None
     xc2 = dx.reshape(x2.shape) if training else None
-    with np.errstate(all="ignore"):
+    with quiet():
         scale = invstd if w is None else invstd * _up(w).astype(x.dtype)
         parts_g = np.empty((n, c), x.dtype) if want_g else None
         parts_gxc = np.empty((n, c), x.dtype) if want_gxc else None
@@ -858,7 +859,7 @@ def gelu_fwd(x: np.ndarray, approximate: str) -> np.ndarray:
     """'none': x * Phi(x);  'tanh': 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
     dt = x.dtype
     xf = _up(x)
-    with np.errstate(all="ignore"):
+    with quiet():
         if approximate == "tanh" and xf.ndim == 0:
             y = 0.5 * xf * (1.0 + np.tanh(_SQRT_2_PI * (xf + _GELU_K * (xf * xf * xf))))
         elif approximate == "tanh":  # the same steps in two buffers (were five temporaries)
@@ -878,7 +879,7 @@ def gelu_bwd(g: np.ndarray, x: np.ndarray, approximate: str) -> np.ndarray:
     t = tanh(u), u = sqrt(2/pi) (x + 0.044715 x^3), u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2)."""
     dt = g.dtype
     gf, xf = _up(g), _up(x)
-    with np.errstate(all="ignore"):
+    with quiet():
         if approximate == "tanh" and xf.ndim == 0:
             t = np.tanh(_SQRT_2_PI * (xf + _GELU_K * (xf * xf * xf)))
             du = _SQRT_2_PI * (1.0 + 3.0 * _GELU_K * xf * xf)
@@ -927,7 +928,7 @@ def silu_fwd(x: np.ndarray) -> np.ndarray:
     """y = x * sigmoid(x)."""
     dt = x.dtype
     xf = _up(x)
-    with np.errstate(all="ignore"):
+    with quiet():
         s = _sigmoid(xf)
         return _down(np.multiply(xf, s, out=s) if _same_layout(s, xf) else xf * s, dt)
 
@@ -936,7 +937,7 @@ def silu_bwd(g: np.ndarray, x: np.ndarray) -> np.ndarray:
     """dx = g * s (1 + x (1 - s)), s = sigmoid(x)."""
     dt = g.dtype
     gf, xf = _up(g), _up(x)
-    with np.errstate(all="ignore"):
+    with quiet():
         s = _sigmoid(xf)
         if not _same_layout(s, gf):
             return _down(gf * s * (1.0 + xf * (1.0 - s)), dt)
@@ -951,7 +952,7 @@ def softplus_fwd(x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
     """y = log1p(exp(beta x)) / beta, or x where beta x > threshold (as PyTorch)."""
     dt = x.dtype
     xf = _up(x)
-    with np.errstate(all="ignore"):
+    with quiet():
         bx = xf * beta
         if not _same_layout(bx, xf) or bx.dtype.kind != "f":
             return _down(np.where(bx > threshold, xf, np.logaddexp(0, bx) / beta), dt)
@@ -990,7 +991,7 @@ def softplus_bwd(g: np.ndarray, x: np.ndarray, beta: float, threshold: float) ->
     """dx = g * sigmoid(beta x), or g where beta x > threshold."""
     dt = g.dtype
     gf, xf = _up(g), _up(x)
-    with np.errstate(all="ignore"):
+    with quiet():
         bx = xf * beta
         if not (_same_layout(bx, gf) and bx.dtype == np.result_type(gf, bx)
                 and bx.dtype.kind == "f"):

@@ -27,54 +27,9 @@ from tgrad.backends._numpy_sum import float_sum as _float_sum
 
 _prime_heap()  # (glibc keeps the freed heap for reuse: tgrad/backends/_heap.py)
 
-# ---------------------------------------------------------------- quiet floating-point errors
-# PyTorch never warns on inf/nan, so every op runs under np.errstate(all="ignore"). That
-# context manager costs microseconds per call; NumPy implements it by setting one context
-# variable, so ops set that variable directly (thread- and asyncio-safe, and the caller's
-# settings come back on exit exactly as with np.errstate). Other NumPy versions fall back to
-# np.errstate.
-try:
-    from numpy._core._ufunc_config import _extobj_contextvar as _ERR_VAR
-    from numpy._core.umath import _make_extobj
-except ImportError:  # pragma: no cover - older/newer NumPy layouts
-    _ERR_VAR = None
-
-if _ERR_VAR is not None:
-    _err_get, _err_set, _err_reset = _ERR_VAR.get, _ERR_VAR.set, _ERR_VAR.reset
-    # [(caller's extobj, the same with all errors ignored)]: one tuple, swapped atomically.
-    _QUIET_CACHE = [(None, None)]
-
-    def _quiet_enter():
-        """Ignore floating-point errors until ``_quiet_exit(token)``; returns the token."""
-        cur = _err_get()
-        pair = _QUIET_CACHE[0]
-        if pair[0] is not cur:
-            # Made while the caller's state is active: keeps their bufsize and callback.
-            pair = _QUIET_CACHE[0] = (cur, _make_extobj(all="ignore"))
-        return _err_set(pair[1])
-
-    _quiet_exit = _err_reset
-else:  # pragma: no cover
-    def _quiet_enter():
-        ctx = np.errstate(all="ignore")
-        ctx.__enter__()
-        return ctx
-
-    def _quiet_exit(token) -> None:
-        token.__exit__(None, None, None)
-
-
-class quiet:  # noqa: N801 - used like np.errstate
-    """The same as ``np.errstate(all="ignore")`` as a context manager, cheaper."""
-
-    __slots__ = ("token",)
-
-    def __enter__(self) -> None:
-        self.token = _quiet_enter()
-
-    def __exit__(self, *exc) -> None:
-        _quiet_exit(self.token)
-
+from tgrad.backends._quiet import quiet  # noqa: F401 - the helpers' (be.quiet)
+from tgrad.backends._quiet import quiet_enter as _quiet_enter
+from tgrad.backends._quiet import quiet_exit as _quiet_exit
 
 HALF_TYPES = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _HALF_SET = frozenset(HALF_TYPES)
@@ -680,7 +635,7 @@ def _log1p(x):
         return _log1p(x.astype(np.complex128)).astype(np.complex64)
     re, im = x.real, x.imag
     out = np.empty(x.shape, x.dtype)
-    with np.errstate(all="ignore"):
+    with quiet():
         big = np.abs(x) > 1e100
         a, b = np.where(big, 0.0, re), np.where(big, 0.0, im)
         xx, exx = _two_square(a)
@@ -952,7 +907,7 @@ def _float8_binary(op: str, fn, a, b) -> np.ndarray:
             raise dtypes.float8_not_implemented(_F8_KERNEL[op] + "_reduced_float",
                                                 dtypes.from_numpy_dtype(a.dtype))
         raise _float8_refuse(op, a.dtype)
-    with np.errstate(all="ignore"):
+    with quiet():
         out = np.asarray(fn(a.astype(_F32), np.asarray(b).astype(_F32)))
     return out if out.dtype == np.bool_ else dtypes.to_float8(out, a.dtype)
 
@@ -1798,7 +1753,7 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if dt.itemsize == 1 and dt in _F8_SET:  # float32 products summed in float32, rounded
         if dt == dtypes.float8_e8m0fnu.np:  # once (PyTorch's CPU addmm; e8m0fnu has none)
             raise _float8_refuse("matmul", dt)
-        with np.errstate(all="ignore"):
+        with quiet():
             return dtypes.to_float8(np.matmul(a.astype(_F32), b.astype(_F32)), dt)
     token = _quiet_enter()  # quiet() without the context-manager object (hot path)
     try:
