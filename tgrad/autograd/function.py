@@ -708,14 +708,15 @@ def _wire_graph(ctx, args, outputs, is_tuple):
     ``_in_meta[i]``: (shape, dtype, device) of a tensor input that requires grad, None for a
     tensor that does not, ``_NOT_TENSOR`` otherwise (used to validate returned gradients)."""
     dirty = ctx.dirty_tensors
-    # The common case: one output, a new floating (non-view) tensor that is neither an
-    # input, dirty nor non-differentiable. The general output loop below would take its
-    # plain branch; ``one`` takes it directly (no scan for a differentiable output, no
-    # output lists).
+    # The common case: one output, a new floating tensor (or a built-in op's view) that is
+    # neither an input, dirty nor non-differentiable. The general output loop below would
+    # take its plain branch; ``one`` takes it directly (no scan for a differentiable output,
+    # no output lists).
     one = None
     if not is_tuple:
         o = outputs[0]
-        if (type(o) is Tensor and o._dtype.is_floating_point and o._base is None
+        if (type(o) is Tensor and o._dtype.is_floating_point
+                and (o._base is None or not ctx._forward_cls._returns_views)
                 and not dirty and not ctx.non_differentiable):
             one = o
             for x in args:
@@ -763,12 +764,14 @@ def _wire_graph(ctx, args, outputs, is_tuple):
     ctx._edges = tuple(edges)
     # one argument that requires grad (a unary op): its interned 1-tuple
     ctx._in_meta = in_entry[1] if len(args) == 1 and in_entry is not None else tuple(in_meta)
-    if one is not None:  # the general loop's plain branch for output 0 (o._base is None)
+    if one is not None:  # the general loop's plain branch for output 0
         ctx._out_meta = (one._device._metas.get((one._data.shape, one._dtype))
                          or _meta_entry(one._data.shape, one._dtype, one._device))[1]
         one._grad_fn = ctx
         one._output_nr = 0
         one._requires_grad = True
+        if one._base is not None:  # a view: the version its grad_fn was made at
+            one._grad_fn_version = one._storage.version
         new_outputs = (one,)  # (for the saved-tensor output check below)
         result = one
     else:
