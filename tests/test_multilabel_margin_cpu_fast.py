@@ -3,7 +3,10 @@ tgrad/nn/_losses_extra.py for float32/float64 input) against the composite it re
 (label counts, (N, C, C) clamped pairs, masked sum), forced by monkeypatching
 ``_losses_extra._fast_cpu``: bit-identical losses and input gradients over odd sizes, 1-D
 input, ties of the hinge at 0, +-0 / inf / NaN inputs, repeated labels, every reduction;
-gradcheck, gradgradcheck and forward-mode AD."""
+gradcheck, gradgradcheck and forward-mode AD. The plain backward's counts path
+(``_mlm_grad_counts``: gl times the exact integer counts, rounded once) against an
+independent float64 count loop, byte for byte; the bit-identity test against the composite
+runs with that path off (``_MLM_EXACT_C = -1``: the (N, C, C) sums)."""
 
 from __future__ import annotations
 
@@ -16,8 +19,10 @@ from tgrad.autograd import gradcheck, gradgradcheck
 from tgrad.nn import _losses_extra
 
 
-def _run(x, t, red, g, fast: bool, monkeypatch) -> tuple:
+def _run(x, t, red, g, fast: bool, monkeypatch, counts: bool = False) -> tuple:
     with monkeypatch.context() as m:
+        if not counts:
+            m.setattr(_losses_extra, "_MLM_EXACT_C", -1)
         if not fast:
             m.setattr(_losses_extra, "_fast_cpu", lambda x: False)
         xt = tgrad.tensor(x, requires_grad=True)
@@ -95,3 +100,67 @@ def test_multilabel_margin_fast_path_gradcheck_gradgradcheck_forward_ad(monkeypa
             with fwad.dual_level():
                 jvps.append(fwad.unpack_dual(fn(fwad.make_dual(x.detach(), tan))).tangent)
     np.testing.assert_allclose(jvps[0].numpy(), jvps[1].numpy(), rtol=1e-12, atol=1e-15)
+
+
+def _counts_reference(x: np.ndarray, t: np.ndarray, gl: np.ndarray) -> np.ndarray:
+    """dx = gl * (number of (target j, non-target k) pairs with a positive hinge where
+    the class is k, minus where it is j; a repeated label counts again), the count in
+    float64 by loops and the product rounded once to x's dtype."""
+    n, c = x.shape
+    dx = np.zeros((n, c))
+    for i in range(n):
+        labels = []
+        for v in t[i]:
+            if v == -1:
+                break
+            labels.append(int(v))
+        for j in labels:
+            for k in range(c):
+                if k not in labels and 1 - float(x[i, j]) + float(x[i, k]) > 0:
+                    dx[i, k] += 1
+                    dx[i, j] -= 1
+    return (np.float64(1) * gl[:, None].astype(np.float64) * dx).astype(x.dtype) + 0
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_multilabel_margin_counts_backward_is_gl_times_exact_counts(dt):
+    rng = np.random.default_rng(11)
+    for trial in range(30):
+        n, c = int(rng.integers(1, 13)), int(rng.integers(1, 37))
+        x = rng.standard_normal((n, c)).astype(dt)
+        if trial % 3 == 0:  # hinge ties at exactly 0, +-0
+            x = rng.integers(-2, 3, (n, c)).astype(dt)
+            x.reshape(-1)[::4] = -0.0
+        if trial % 7 == 5:
+            x.reshape(-1)[::9] = np.inf
+            x.reshape(-1)[1::11] = np.nan
+        t = np.where(rng.random((n, c)) < 0.7, rng.integers(0, c, (n, c)), -1)
+        g = rng.standard_normal(n).astype(dt)
+        g[::3] = -0.0
+        xt = tgrad.tensor(x, requires_grad=True)
+        y = F.multilabel_margin_loss(xt, tgrad.tensor(t), reduction="none")
+        assert y.grad_fn.name() == "MultilabelMarginLossBackward0"
+        y.backward(tgrad.tensor(g))
+        gl = np.true_divide(g, dt(c))
+        with np.errstate(invalid="ignore"):
+            want = _counts_reference(x, t, gl)
+        assert xt.grad.numpy().tobytes() == want.tobytes(), trial
+
+
+def test_multilabel_margin_counts_backward_matches_the_sums_where_exact(monkeypatch):
+    """(512, 32) with the 'mean' and 'sum' reductions: gl a power of two, so the sums
+    are exact too and both paths give the same bytes; an empty batch; a non-finite g
+    takes the sums path (its NaNs)."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((512, 32)).astype(np.float32)
+    t = np.where(rng.random((512, 32)) < 0.8, rng.integers(0, 32, (512, 32)), -1)
+    for red in ("mean", "sum"):
+        assert (_run(x, t, red, None, True, monkeypatch, counts=True)
+                == _run(x, t, red, None, True, monkeypatch))
+    e = np.zeros((0, 5), np.float32)
+    assert _run(e, np.zeros((0, 5), np.int64), "sum", None, True, monkeypatch,
+                counts=True)[1] == b""
+    g = np.array([np.inf, 1.0, np.nan], np.float32)
+    xs, ts = x[:3], t[:3]
+    assert (_run(xs, ts, "none", g, True, monkeypatch, counts=True)
+            == _run(xs, ts, "none", g, True, monkeypatch))

@@ -459,6 +459,8 @@ class _MultilabelMargin(Function):
     def _backward(ctx, g):
         gd = g._data
         gl = np.true_divide(gd, gd.dtype.type(ctx.c))
+        if ctx.c <= _MLM_EXACT_C and np.isfinite(gl).all():
+            return wrap(_mlm_grad_counts(gl, ctx.h, ctx.cw, ctx.other), g.device)
         gk = np.multiply(gl[:, None], ctx.other)  # (N, C_k): the sum's g times other
         gh = np.multiply(gk[:, None, :], ctx.cw[:, :, None])  # (N, C_j, C_k) times cnt
         # where(h > 0, gh, +0) as a bit mask (10x faster than np.where on a random mask)
@@ -466,6 +468,34 @@ class _MultilabelMargin(Function):
         bits = np.multiply(ctx.h > 0, ut(np.iinfo(ut).max), dtype=ut)
         gh = np.bitwise_and(gh.view(ut), bits, out=bits).view(gh.dtype)
         return wrap(np.subtract(gh.sum(1), gh.sum(2)), g.device)
+
+
+_MLM_EXACT_C = 4096  # C * C < 2**24: _mlm_grad_counts' integer sums exact in float32
+
+
+def _mlm_grad_counts(gl: np.ndarray, h: np.ndarray, cw: np.ndarray,
+                     other: np.ndarray) -> np.ndarray:
+    """_MultilabelMargin's dx (N, C) from gl = g / C (N,), finite, as gl times integer
+    counts: with m = [h > 0] (N, C_j, C_k),
+        dx_k = gl (other_k sum_j cw_j m_jk - cw_k sum_k' other_k' m_kk')
+    the two sums (integers <= C * C, exact in float32 for C <= 4096) by batched matmuls of
+    the 0/1 mask, then one product per element: the exact gl * count rounded once (the
+    sums of gh's copies of gl * cw_j could round at each add; equal where those are exact,
+    e.g. a power-of-two gl, and otherwise at least as close to the float64 value). ~6x
+    faster than the (N, C, C) gh and its two sums (a non-finite gl keeps that path: its
+    NaNs from inf * 0). float32 vs float64 in 300 random cases: max error 1.25 eps * 2|g|
+    (the sums' 2.2)."""
+    a = np.greater(h, 0).astype(h.dtype)
+    t1 = np.matmul(cw[:, None, :], a)[:, 0, :]  # sum_j cw_j m_jk
+    np.multiply(t1, other, out=t1)
+    t2 = np.matmul(a, other[:, :, None])[:, :, 0]  # sum_k other_k m_jk
+    np.multiply(t2, cw, out=t2)
+    np.subtract(t1, t2, out=t1)
+    np.multiply(gl[:, None], t1, out=t1)
+    # + 0: a zero is +0.0 (gl < 0 made -0.0; the sums' zeros were +0.0 in every random
+    # case tried; only a target scored 1 above every non-target, every other target within
+    # 1 below it, gave -0.0 there)
+    return np.add(t1, t1.dtype.type(0), out=t1)
 
 
 def _triplet_dims(anchor: Tensor, positive: Tensor, negative: Tensor) -> None:
