@@ -346,3 +346,22 @@ def test_subtract_onehot_matches_a_full_onehot(axis, shape):
         got = p.copy()
         _subtract_onehot(got, t, axis)
         np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+def test_cross_entropy_2d_gather_matches_the_along_axis_path():
+    """cross_entropy on (N, C) gathers the targets' logits (and subtracts the one-hot in
+    backward) by fancy indexing; (N, C, 1) takes take/put_along_axis: the same bytes,
+    ignore_index rows, NaN/inf logits, every reduction."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((37, 11)).astype(np.float32) * 4
+    x[3, 2], x[5, :] = np.nan, np.inf
+    t = rng.integers(0, 11, 37)
+    t[::5] = -100
+    for red in ("none", "mean", "sum"):
+        res = []
+        for xs, ts in ((x, t), (x[:, :, None], t[:, None])):
+            xt = tgrad.tensor(xs, requires_grad=True)
+            y = F.cross_entropy(xt, tgrad.tensor(ts), reduction=red)
+            y.backward(tgrad.ones_like(y) * 0.3)
+            res.append((y.detach().numpy().tobytes(), xt.grad.numpy().tobytes()))
+        assert res[0] == res[1], red

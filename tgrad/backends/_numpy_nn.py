@@ -182,8 +182,10 @@ def cross_entropy_fwd(x: np.ndarray, t: np.ndarray, rw, axis: int, ignore_index:
         del e
         m = np.squeeze(m, axis)
         lse = np.stack([m, log_s]).astype(xf.dtype, copy=False)
-        idx = np.expand_dims(np.where(keep, t, 0), axis)
-        picked = np.squeeze(np.take_along_axis(xf, idx, axis=axis), axis)
+        safe = np.where(keep, t, 0)
+        key = _class_key(xf.ndim, safe, axis)  # (the same elements, gathered faster)
+        picked = (xf[key] if key is not None else
+                  np.squeeze(np.take_along_axis(xf, np.expand_dims(safe, axis), axis), axis))
         # (m - picked) + log_s, not lse - picked: exact when the target's logit is the max
         loss = np.where(keep, w * ((m - picked) + log_s), 0).astype(xf.dtype)
         if reduction == "sum":
@@ -233,8 +235,13 @@ def _subtract_onehot(p: np.ndarray, t: np.ndarray, axis: int) -> None:
     -100, has none), by a gather and a scatter of one value per row instead of a full
     one-hot mask and a full subtraction (the same bits: p - True and p - False are p - 1.0
     and p - 0.0)."""
-    hit = np.expand_dims((t >= 0) & (t < p.shape[axis]), axis)
-    idx = np.where(hit, np.expand_dims(t, axis), 0)
+    hit = (t >= 0) & (t < p.shape[axis])
+    safe = np.where(hit, t, 0)
+    key = _class_key(p.ndim, safe, axis)
+    if key is not None:  # (N, C): basic fancy indexing, the same elements
+        p[key] = np.subtract(p[key], hit)
+        return
+    hit, idx = np.expand_dims(hit, axis), np.expand_dims(safe, axis)
     vals = np.take_along_axis(p, idx, axis)
     np.subtract(vals, hit, out=vals)
     np.put_along_axis(p, idx, vals, axis)
