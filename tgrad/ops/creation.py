@@ -417,7 +417,7 @@ def zeros_like(input: Tensor, dtype=None, device=None, requires_grad: bool = Fal
     if input._sparse and layout is not strided:  # a sparse COO input (tgrad.sparse)
         return _sparse_like(input, "zeros_like", dtype, device, requires_grad, layout)
     dt, dev = _like(input, dtype, device, "zeros_like", layout, memory_format)
-    out = full(input.shape, 0, dtype=dt, device=dev, requires_grad=requires_grad)
+    out = _filled(input.shape, 0, dt, dev, requires_grad)
     return out if memory_format is None else _laid_out(out, memory_format)
 
 
@@ -427,7 +427,7 @@ def ones_like(input: Tensor, dtype=None, device=None, requires_grad: bool = Fals
     if input._sparse and layout is not strided:
         return _sparse_like(input, "ones_like", dtype, device, requires_grad, layout)
     dt, dev = _like(input, dtype, device, "ones_like", layout, memory_format)
-    out = full(input.shape, 1, dtype=dt, device=dev, requires_grad=requires_grad)
+    out = _filled(input.shape, 1, dt, dev, requires_grad)
     return out if memory_format is None else _laid_out(out, memory_format)
 
 
