@@ -203,6 +203,8 @@ def test_refused_ops_raise_pytorchs_error(dt):
     with pytest.raises(RuntimeError, match=f"Promotion for Float8 Types is not supported, "
                                            f"attempted to promote {name} and Float"):
         tgrad.cat([x, tgrad.ones(1)])
+    with pytest.raises(RuntimeError, match="Promotion for Float8"):  # before the shape checks
+        tgrad.cat([x, tgrad.ones(2, 3)])  # (PyTorch's order: not the dimensions' error)
     with pytest.raises(RuntimeError, match=f"attempted to promote {name} and Half"):
         tgrad.promote_types(dt, tgrad.float16)
     if dt not in (tgrad.float8_e4m3fn, tgrad.float8_e5m2):  # (those two: tests below)

@@ -667,11 +667,11 @@ def cat(tensors, dim: int = 0, *, axis: int | None = None) -> Tensor:
         dim = _dim_alias("cat", dim, axis)
     xs = _tensor_list("cat", tensors)
     dt0, dev0 = xs[0]._dtype, xs[0]._device
-    uniform = True  # one dtype and one device object: nothing to check or promote
+    dt = None  # the promoted dtype; None: one dtype and one device object (nothing to do)
     for x in xs:
         if x._dtype is not dt0 or x._device is not dev0:
-            uniform = False
             same_device("cat", *xs)
+            dt = dtypes.result_type(*xs)  # before the shape checks (PyTorch's error order)
             break
     full = [x for x in xs if not _legacy_empty(x)]
     ref = full[0] if full else xs[0]
@@ -693,7 +693,7 @@ def cat(tensors, dim: int = 0, *, axis: int | None = None) -> Tensor:
             raise RuntimeError(f"cat(): Sizes of tensors must match except in dimension "
                                f"{d}. Expected size {shape[k]} but got size "
                                f"{s[k]} for tensor number {i} in the list.")
-    return Cat.apply(d, *(xs if uniform else _promoted(xs)))
+    return Cat.apply(d, *(xs if dt is None else _promoted(xs, dt)))
 
 
 def concat(tensors, dim: int = 0, *, axis: int | None = None) -> Tensor:
