@@ -255,3 +255,24 @@ def test_normalize_gradcheck(p, dim):
     fn = lambda a: tgrad.nn.functional.normalize(a, p, dim)  # noqa: E731
     assert gradcheck(fn, (x,))
     assert gradgradcheck(fn, (x,))
+
+
+def test_rms_norm_weight_on_another_device_raises_the_composition_error():
+    """A CPU x with a cuda weight keeps the composition (its same-device error), not the
+    NumPy path (which was handed the weight's device array)."""
+    pytest.importorskip("triton")
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from interpreted import run_json
+    res = run_json("""
+import json, tgrad, tgrad.nn.functional as F
+try:
+    F.rms_norm(tgrad.randn(3, 4), (4,), tgrad.ones(4, device="cuda"))
+    out = "no error"
+except Exception as e:
+    out = type(e).__name__ + ": " + str(e)
+print(json.dumps({"error": out}))
+""")
+    assert res["error"].startswith("RuntimeError: mul: expected all tensors to be on the "
+                                   "same device"), res["error"]

@@ -529,11 +529,12 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # n
 
 def _rms_norm_on_numpy(x: Tensor, w: Tensor | None) -> bool:
     """Whether rms_norm runs as RmsNormCpu: a CPU float32/float64 x, C-contiguous and
-    non-empty, w None or of x's dtype, and no forward-AD level (its tangents need the
-    composition's nodes)."""
+    non-empty, w None or of x's dtype on the CPU (another device: the composition's error),
+    and no forward-AD level (its tangents need the composition's nodes)."""
     xa = x._data
     return (x._device.type == "cpu" and _np_norms.fast_dtype(xa.dtype) and xa.size > 0
-            and xa.flags.c_contiguous and (w is None or w.dtype is x.dtype)
+            and xa.flags.c_contiguous
+            and (w is None or (w.dtype is x.dtype and w._device.type == "cpu"))
             and not (_function._FW_ACTIVE and STATE.fw_level is not None))
 
 
