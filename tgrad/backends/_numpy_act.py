@@ -157,7 +157,7 @@ def hardswish_grad(x: np.ndarray, g: np.ndarray) -> np.ndarray:
         np.add(a, t(0.5), out=a)
         if _in_place(x) and g.shape == x.shape and g.flags.c_contiguous:
             np.multiply(g, a, out=a)  # (a fresh, C-contiguous: the where in place)
-            return _select_other_into(a, _middle(x), outer)
+            return be.where_bits_into(_middle(x), a, outer)
         inner = _owned(np.multiply(g, a))  # (g's shape, which a may broadcast to)
         return _owned(be.where(_middle(x), inner, outer))
 
@@ -183,7 +183,7 @@ def _quadratic_linear(d: np.ndarray, bound: float, q_scale: float, lin_scale) ->
         if lin_scale is not None:
             np.multiply(ad, t(lin_scale), out=ad)
         if _in_place(d):  # (q and ad: fresh, C-contiguous, d's shape)
-            return _select_other_into(q, inside, ad)
+            return be.where_bits_into(inside, q, ad)
         return _owned(be.where(inside, q, ad))
 
 
@@ -199,7 +199,7 @@ def smooth_l1_grad(d: np.ndarray, beta: float) -> np.ndarray:
         inside = _owned(np.less(np.abs(d), t(beta)))
         lin = _owned(np.multiply(d, t(1.0 / beta)))
         if _in_place(d) and beta > 0:
-            return _select_other_into(lin, inside, _sign_outside(d, t(1.0)))
+            return be.where_bits_into(inside, lin, _sign_outside(d, t(1.0)))
         return _owned(be.where(inside, lin, be.unary("sign", d)))
 
 
@@ -214,8 +214,8 @@ def huber_grad(d: np.ndarray, delta: float) -> np.ndarray:
     with be.quiet():
         inside = _owned(np.less(np.abs(d), dl))
         if _in_place(d) and delta > 0:  # where(not inside, sign(d) * delta, d)
-            return _select_other_into(_sign_outside(d, dl), np.logical_not(inside, out=inside),
-                                      d)
+            return be.where_bits_into(np.logical_not(inside, out=inside),
+                                      _sign_outside(d, dl), d)
         s = be.unary("sign", d)
         s = _owned(np.multiply(s, dl, out=s) if type(s) is np.ndarray else np.multiply(s, dl))
         return _owned(be.where(inside, d, s))
@@ -299,7 +299,7 @@ _SIGNED = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}
 
 def _in_place(d: np.ndarray) -> bool:
     """Whether d is C-contiguous with dims: the temporaries of its shape (fresh,
-    C-contiguous) then take a where in place (``_select_other_into``), the composition's
+    C-contiguous) then take a where in place (``be.where_bits_into``), the composition's
     layout."""
     return d.ndim > 0 and d.flags.c_contiguous
 
@@ -330,24 +330,12 @@ def _not_positive(x: np.ndarray) -> np.ndarray:
     return _owned(np.logical_not(m, out=m))
 
 
-def _select_other_into(buf: np.ndarray, keep: np.ndarray, other: np.ndarray) -> np.ndarray:
-    """where(keep, buf, other) written into buf (fresh, C-contiguous, of other's shape and
-    dtype; other C-contiguous): ((buf ^ other) * keep) ^ other on the bit patterns (the
-    backend's branch-free where, be._where_bits, without its output array)."""
-    it = _SIGNED[buf.dtype]
-    bi, oi = buf.view(it), other.view(it)
-    np.bitwise_xor(bi, oi, out=bi)
-    np.multiply(bi, keep, out=bi)
-    np.bitwise_xor(bi, oi, out=bi)
-    return buf
-
-
 def prelu(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """_activations.PreluKernel's forward: where(x > 0, x, w * x) (w first, as the
     composition; w of shape () or (C, 1, ..., 1), broadcasting over C-contiguous x)."""
     with be.quiet():
         wx = _owned(np.multiply(w, x))  # (x's shape)
-        return _select_other_into(wx, _not_positive(x), x)
+        return be.where_bits_into(_not_positive(x), wx, x)
 
 
 def prelu_grads(x: np.ndarray, w: np.ndarray, g: np.ndarray, need_x: bool,
@@ -359,7 +347,7 @@ def prelu_grads(x: np.ndarray, w: np.ndarray, g: np.ndarray, need_x: bool,
     gx = gxw = None
     with be.quiet():
         if need_x:
-            gx = _select_other_into(_owned(np.multiply(w, g)), keep, g)
+            gx = be.where_bits_into(keep, _owned(np.multiply(w, g)), g)
         if need_w:
             gxw = _owned(np.multiply(g, x))
             it = _SIGNED[gxw.dtype]

@@ -117,18 +117,6 @@ def times_sign(g: np.ndarray, a: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------- lerp
-def _select_into(cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """where(cond, a, b) written into a (a fresh C-contiguous array of the result's shape,
-    b of the same shape and dtype): ((a ^ b) * cond) ^ b on the bit patterns, the
-    backend's branch-free where (be._where_bits) without its output array."""
-    it, _ = _SIGN[a.dtype]
-    ai, bi = a.view(it), b.view(it)
-    np.bitwise_xor(ai, bi, out=ai)
-    np.multiply(ai, cond, out=ai)
-    np.bitwise_xor(ai, bi, out=ai)
-    return a
-
-
 def lerp(x: np.ndarray, e: np.ndarray, w: np.ndarray) -> np.ndarray:
     """composite._lerp_value for a tensor weight: where(|w| < 0.5, x + w d,
     e - d (1 - w)), d = e - x (the temporaries of the result's shape reused in place)."""
@@ -142,7 +130,7 @@ def lerp(x: np.ndarray, e: np.ndarray, w: np.ndarray) -> np.ndarray:
         np.subtract(e, hi, out=hi)
         low = _owned(np.less(np.abs(w), t(0.5)))
         if lo.ndim and lo.flags.c_contiguous and hi.flags.c_contiguous:
-            return _select_into(low, lo, hi)
+            return be.where_bits_into(low, lo, hi)
         return _owned(be.where(low, lo, hi))
 
 

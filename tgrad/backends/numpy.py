@@ -916,6 +916,19 @@ _WHERE_BITS_MIN = 1 << 12  # output elements from which where selects by integer
 _BITS_INT = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 
 
+def where_bits_into(cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """where(cond, a, b) written into a and returned: ``_where_bits``' passes without its
+    output array, ((a ^ b) * cond) ^ b on the bit patterns (the same bits, NaN payloads and
+    -0.0 included). a: a fresh C-contiguous array of the result's shape (the callers' own
+    temporary); b of a's dtype, broadcasting to a's shape; cond bool, broadcasting too."""
+    it = _BITS_INT[a.itemsize]
+    ai, bi = a.view(it), b.view(it)
+    np.bitwise_xor(ai, bi, out=ai)
+    np.multiply(ai, cond, out=ai)
+    np.bitwise_xor(ai, bi, out=ai)
+    return a
+
+
 def _where_bits(cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     """np.where(cond, a, b) for C-contiguous arrays of one dtype of 1/2/4/8 bytes, as
     integer bit patterns: out = ((a ^ b) * cond) ^ b (cond is 0 or 1, so the product is
