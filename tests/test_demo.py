@@ -57,6 +57,9 @@ def test_info_reports_backend_status_and_ops():
     assert why and any(why in line for line in lines)
     missing = info.ops_without_native_kernel()
     assert lines[-1] == "ops without a native Triton kernel: " + (", ".join(missing) or "none")
+    # every public function of the NumPy backend has its Triton counterpart (the backends'
+    # CPU-only helpers stay private: a leaked one would be listed here)
+    assert missing == [], missing
     try:
         from tgrad.backends import triton as triton_backend
     except Exception:  # no Triton backend importable: every op lacks a kernel

@@ -157,7 +157,7 @@ def hardswish_grad(x: np.ndarray, g: np.ndarray) -> np.ndarray:
         np.add(a, t(0.5), out=a)
         if _in_place(x) and g.shape == x.shape and g.flags.c_contiguous:
             np.multiply(g, a, out=a)  # (a fresh, C-contiguous: the where in place)
-            return be.where_bits_into(_middle(x), a, outer)
+            return be._where_bits_into(_middle(x), a, outer)
         inner = _owned(np.multiply(g, a))  # (g's shape, which a may broadcast to)
         return _owned(be.where(_middle(x), inner, outer))
 
@@ -183,7 +183,7 @@ def _quadratic_linear(d: np.ndarray, bound: float, q_scale: float, lin_scale) ->
         if lin_scale is not None:
             np.multiply(ad, t(lin_scale), out=ad)
         if _in_place(d):  # (q and ad: fresh, C-contiguous, d's shape)
-            return be.where_bits_into(inside, q, ad)
+            return be._where_bits_into(inside, q, ad)
         return _owned(be.where(inside, q, ad))
 
 
@@ -199,7 +199,7 @@ def smooth_l1_grad(d: np.ndarray, beta: float) -> np.ndarray:
         inside = _owned(np.less(np.abs(d), t(beta)))
         lin = _owned(np.multiply(d, t(1.0 / beta)))
         if _in_place(d) and beta > 0:
-            return be.where_bits_into(inside, lin, _sign_outside(d, t(1.0)))
+            return be._where_bits_into(inside, lin, _sign_outside(d, t(1.0)))
         return _owned(be.where(inside, lin, be.unary("sign", d)))
 
 
@@ -214,7 +214,7 @@ def huber_grad(d: np.ndarray, delta: float) -> np.ndarray:
     with be.quiet():
         inside = _owned(np.less(np.abs(d), dl))
         if _in_place(d) and delta > 0:  # where(not inside, sign(d) * delta, d)
-            return be.where_bits_into(np.logical_not(inside, out=inside),
+            return be._where_bits_into(np.logical_not(inside, out=inside),
                                       _sign_outside(d, dl), d)
         s = be.unary("sign", d)
         s = _owned(np.multiply(s, dl, out=s) if type(s) is np.ndarray else np.multiply(s, dl))
@@ -299,7 +299,7 @@ _SIGNED = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}
 
 def _in_place(d: np.ndarray) -> bool:
     """Whether d is C-contiguous with dims: the temporaries of its shape (fresh,
-    C-contiguous) then take a where in place (``be.where_bits_into``), the composition's
+    C-contiguous) then take a where in place (``be._where_bits_into``), the composition's
     layout."""
     return d.ndim > 0 and d.flags.c_contiguous
 
@@ -335,7 +335,7 @@ def prelu(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     composition; w of shape () or (C, 1, ..., 1), broadcasting over C-contiguous x)."""
     with be.quiet():
         wx = _owned(np.multiply(w, x))  # (x's shape)
-        return be.where_bits_into(_not_positive(x), wx, x)
+        return be._where_bits_into(_not_positive(x), wx, x)
 
 
 def prelu_grads(x: np.ndarray, w: np.ndarray, g: np.ndarray, need_x: bool,
@@ -347,7 +347,7 @@ def prelu_grads(x: np.ndarray, w: np.ndarray, g: np.ndarray, need_x: bool,
     gx = gxw = None
     with be.quiet():
         if need_x:
-            gx = be.where_bits_into(keep, _owned(np.multiply(w, g)), g)
+            gx = be._where_bits_into(keep, _owned(np.multiply(w, g)), g)
         if need_w:
             gxw = _owned(np.multiply(g, x))
             it = _SIGNED[gxw.dtype]

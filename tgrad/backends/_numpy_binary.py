@@ -130,7 +130,7 @@ def lerp(x: np.ndarray, e: np.ndarray, w: np.ndarray) -> np.ndarray:
         np.subtract(e, hi, out=hi)
         low = _owned(np.less(np.abs(w), t(0.5)))
         if lo.ndim and lo.flags.c_contiguous and hi.flags.c_contiguous:
-            return be.where_bits_into(low, lo, hi)
+            return be._where_bits_into(low, lo, hi)
         return _owned(be.where(low, lo, hi))
 
 

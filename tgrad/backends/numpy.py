@@ -916,7 +916,7 @@ _WHERE_BITS_MIN = 1 << 12  # output elements from which where selects by integer
 _BITS_INT = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 
 
-def where_bits_into(cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _where_bits_into(cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """where(cond, a, b) written into a and returned: ``_where_bits``' passes without its
     output array, ((a ^ b) * cond) ^ b on the bit patterns (the same bits, NaN payloads and
     -0.0 included). a: a fresh C-contiguous array of the result's shape (the callers' own
