@@ -5,7 +5,9 @@ multilabel_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss,
 poisson_nll_loss and gaussian_nll_loss. Values, shapes, reductions and error texts are
 PyTorch's; gradients come from the parts (``clamp(min=0)`` for the hinges, ``where`` for
 the masks), so double backward works and they run on every backend. soft_margin_loss is one
-node (``SoftMarginLoss``, PyTorch's name) over the same parts, its backward a formula.
+node (``SoftMarginLoss``, PyTorch's name) over the same parts, its backward a formula; on
+the CPU (float32/float64) multilabel_soft_margin_loss's rows and cosine_embedding_loss are
+one node each, on the NumPy arrays (tgrad/backends/_numpy_mlsm.py, _numpy_cosemb.py).
 
 Shapes: N batch, C classes, D features; "reduced" means 'none' (per element / per
 sample), 'mean' (NaN for an empty batch, as PyTorch) or 'sum'.
@@ -291,12 +293,94 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor,
         raise RuntimeError(f"{td}D target tensor expects {want}D input tensors, but found "
                            f"inputs with sizes {list(input1.shape)} and {list(input2.shape)}.")
     (a, b), half = _compute(input1, input2)
+    if _cos_emb_on_numpy(a, b, target):
+        loss = _COS_EMB_NODES[reduction].apply(a, b, target, float(margin), reduction)
+        return loss if half is None else loss.to(half)
     prod = (a * b).sum(td)
     cos = prod / (((a * a).sum(td) + _COS_EPS) * ((b * b).sum(td) + _COS_EPS)).sqrt()
     broadcast_or_raise("cosine_embedding_loss", target.shape, cos.shape)
     loss = (where(target == 1, 1.0 - cos, 0.0)
             + where(target == -1, clamp(cos - margin, min=0.0), 0.0))
     return _reduced(loss, reduction, half)
+
+
+def _cos_emb_on_numpy(a: Tensor, b: Tensor, target: Tensor) -> bool:
+    """Whether cosine_embedding_loss takes the one-node NumPy path: CPU inputs of one
+    shape and one float32/float64 dtype, a real CPU target of the rows' shape (no
+    broadcast) that wants no gradient (the composite has no edge to it: comparisons)."""
+    dt = a.dtype
+    return (a.device.type == "cpu" and b.device.type == "cpu" and target.device.type == "cpu"
+            and dt in (dtypes.float32, dtypes.float64) and b.dtype is dt
+            and a.shape == b.shape and target.shape == a.shape[:-1]
+            and not target.requires_grad and not target.dtype.is_complex)
+
+
+class _CosineEmbedding(Function):
+    """cosine_embedding_loss, reduced, as one node on the CPU (the composite's values, bit
+    for bit): x1, x2 (N, D) (or (D,)), y (N,) (or ()); cos = p / den, p = sum(x1 x2),
+    den = sqrt(q1 q2), q_i = sum(x_i^2) + 1e-12. With gc = dl/dcos G per row (-G where
+    y == 1, G where y == -1 and cos - margin > 0, G the row's share of g):
+    dx1 = gc (x2 / den - cos x1 / q1), dx2 = gc (x1 / den - cos x2 / q2); as tgrad ops
+    under create_graph (or inside forward AD). One subclass per reduction: PyTorch's node
+    names (AddBackward0 for 'none', MeanBackward0, SumBackward0)."""
+
+    name = "cosine_embedding_loss"
+
+    @staticmethod
+    def forward(ctx, x1, x2, y, margin, reduction):
+        from tgrad.backends._numpy_cosemb import cos_emb_fwd
+        loss, ctx.stats = cos_emb_fwd(x1._data, x2._data, y._data, margin, reduction)
+        ctx.save_for_backward(x1, x2, y)
+        ctx.margin, ctx.reduction = margin, reduction
+        return wrap(loss, x1.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        x1, x2, y = ctx.saved_tensors
+        need1, need2 = ctx.needs_input_grad[:2]
+        if differentiable_formula():
+            return (*_cos_emb_grads(g, x1, x2, y, ctx.margin, ctx.reduction, need1, need2),
+                    None, None, None)
+        from tgrad.backends._numpy_cosemb import cos_emb_bwd, cos_emb_grad_cos
+        gc = cos_emb_grad_cos(g._data, y._data, ctx.stats[0], ctx.margin, ctx.reduction)
+        dx1, dx2 = cos_emb_bwd(gc, x1._data, x2._data, ctx.stats, need1, need2)
+        return (None if dx1 is None else wrap(dx1, x1.device),
+                None if dx2 is None else wrap(dx2, x1.device), None, None, None)
+
+
+def _cos_emb_grads(g: Tensor, x1: Tensor, x2: Tensor, y: Tensor, margin: float,
+                   reduction: str, need1: bool, need2: bool) -> tuple:
+    """_CosineEmbedding's backward as tgrad ops (differentiable again): the row
+    statistics recomputed, then dx_i = gc (x_j / den - cos x_i / q_i) (see the class)."""
+    d = x1.ndim - 1
+    q1 = (x1 * x1).sum(d) + _COS_EPS
+    q2 = (x2 * x2).sum(d) + _COS_EPS
+    den = (q1 * q2).sqrt()
+    cos = (x1 * x2).sum(d) / den
+    if reduction == "mean":
+        g = g / max(cos.numel(), 1)
+    gc = where(y == 1, -g, 0.0) + where((y == -1) & (cos - margin > 0), g, 0.0)
+    c_other = (gc / den).unsqueeze(-1)
+    gcc = gc * cos
+    dx1 = c_other * x2 - (gcc / q1).unsqueeze(-1) * x1 if need1 else None
+    dx2 = c_other * x1 - (gcc / q2).unsqueeze(-1) * x2 if need2 else None
+    return dx1, dx2
+
+
+class _CosineEmbeddingNone(_CosineEmbedding):
+    node_name = "AddBackward0"
+
+
+class _CosineEmbeddingMean(_CosineEmbedding):
+    node_name = "MeanBackward0"
+
+
+class _CosineEmbeddingSum(_CosineEmbedding):
+    node_name = "SumBackward0"
+
+
+_COS_EMB_NODES = {"none": _CosineEmbeddingNone, "mean": _CosineEmbeddingMean,
+                  "sum": _CosineEmbeddingSum}
 
 
 def _margin_input_check(op: str, input: Tensor) -> None:  # noqa: A002
