@@ -6,8 +6,9 @@ poisson_nll_loss and gaussian_nll_loss. Values, shapes, reductions and error tex
 PyTorch's; gradients come from the parts (``clamp(min=0)`` for the hinges, ``where`` for
 the masks), so double backward works and they run on every backend. soft_margin_loss is one
 node (``SoftMarginLoss``, PyTorch's name) over the same parts, its backward a formula; on
-the CPU (float32/float64) multilabel_soft_margin_loss's rows and cosine_embedding_loss are
-one node each, on the NumPy arrays (tgrad/backends/_numpy_mlsm.py, _numpy_cosemb.py).
+the CPU (float32/float64) multilabel_soft_margin_loss's rows, cosine_embedding_loss and
+gaussian_nll_loss (same-shape operands) are one node each, on the NumPy arrays
+(tgrad/backends/_numpy_mlsm.py, _numpy_cosemb.py, _numpy_gnll.py).
 
 Shapes: N batch, C classes, D features; "reduced" means 'none' (per element / per
 sample), 'mean' (NaN for an empty batch, as PyTorch) or 'sum'.
@@ -23,6 +24,7 @@ import numpy as np
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function, differentiable_formula
+from tgrad.backends._numpy_dtypes import fast_dtype
 from tgrad.nn._composite import logsigmoid
 from tgrad.nn.functional import (
     _check_class_weight_dtype,
@@ -671,7 +673,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float,  # noq
         var = _full(input.shape, float(var), dtype=input.dtype, device=input.device)
     else:
         _check_tensor("gaussian_nll_loss", var, "var")
-        if var.numel() and bool((var < 0).any()):
+        if var.numel() and _any_negative(var):
             raise ValueError("var has negative entry/entries")
     if var.shape != input.shape:
         if input.shape[:-1] == var.shape:
@@ -682,8 +684,101 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float,  # noq
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
     (x, t, v), half = _compute(input, target, _as_operand(var, input))
-    v = where(v >= eps, v, v - v.detach() + eps)  # eps, with the identity's gradient
+    if _gnll_on_numpy(x, t, v):
+        loss = _GNLL_NODES[reduction, bool(full)].apply(x, t, v, float(eps), bool(full),
+                                                        reduction)
+        return loss if half is None else loss.to(half)
+    v = _clamped_var(v, eps)
     loss = (log(v) + (x - t) ** 2 / v) * 0.5
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
     return _reduced(loss, reduction, half)
+
+
+def _clamped_var(v: Tensor, eps: float) -> Tensor:
+    """max(v, eps) (NaN stays NaN) with the identity's gradient everywhere (PyTorch's
+    no_grad clamp_ of a clone)."""
+    return where(v >= eps, v, v - v.detach() + eps)
+
+
+def _any_negative(var: Tensor) -> bool:
+    """Whether var has an entry < 0 (NaN is not): on the NumPy array for a CPU
+    float32/float64 var (no graph, no tgrad ops), else by tgrad ops."""
+    if var.device.type == "cpu" and fast_dtype(var._data.dtype):
+        return bool(np.less(var._data, 0).any())
+    return bool((var < 0).any())
+
+
+def _gnll_on_numpy(x: Tensor, t: Tensor, v: Tensor) -> bool:
+    """Whether gaussian_nll_loss takes the one-node NumPy path: CPU input, target and var
+    of one shape (no broadcast: var of (N, 1) or (N,) keeps the composite) and one
+    float32/float64 dtype."""
+    dt = x.dtype
+    return (x.device.type == "cpu" and t.device.type == "cpu" and v.device.type == "cpu"
+            and dt in (dtypes.float32, dtypes.float64) and t.dtype is dt and v.dtype is dt
+            and x.shape == t.shape == v.shape)
+
+
+class _GaussianNLL(Function):
+    """gaussian_nll_loss, reduced, as one node on the CPU (the composite's values and
+    gradients, bit for bit): x, t, v of one shape S; vc = max(v, eps),
+    l = 0.5 (log(vc) + (x - t)^2 / vc) (+ 0.5 log(2 pi)). With G the element's share of
+    g and r = G / 2 / vc: dx = 2 r (x - t), dt = -dx, dv = r - r (x - t)^2 / vc (the clamp
+    not differentiated: the identity's gradient, unmasked); as tgrad ops under
+    create_graph (or inside forward AD). One subclass per reduction (and ``full`` for
+    'none'): PyTorch's last node (MulBackward0 / AddBackward0, MeanBackward0,
+    SumBackward0)."""
+
+    name = "gaussian_nll_loss"
+
+    @staticmethod
+    def forward(ctx, x, t, v, eps, full, reduction):
+        from tgrad.backends._numpy_gnll import gnll_fwd
+        loss, ctx.arrays = gnll_fwd(x._data, t._data, v._data, eps, full, reduction)
+        ctx.save_for_backward(x, t, v)
+        ctx.eps, ctx.reduction = eps, reduction
+        return wrap(loss, x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t, v = ctx.saved_tensors
+        need = ctx.needs_input_grad[:3]
+        if differentiable_formula():
+            return (*_gnll_grads(g, x, t, v, ctx.eps, ctx.reduction, *need), None, None, None)
+        from tgrad.backends._numpy_gnll import gnll_bwd
+        grads = gnll_bwd(g._data, ctx.arrays, ctx.reduction, *need)
+        return (*(None if a is None else wrap(a, x.device) for a in grads), None, None, None)
+
+
+def _gnll_grads(g: Tensor, x: Tensor, t: Tensor, v: Tensor, eps: float, reduction: str,
+                need_x: bool, need_t: bool, need_v: bool) -> tuple:
+    """_GaussianNLL's backward as tgrad ops (differentiable again; see the class)."""
+    vc = _clamped_var(v, eps)
+    d = x - t
+    if reduction == "mean":
+        g = g / max(d.numel(), 1)
+    r = g * 0.5 / vc
+    dx = r * (d * 2) if need_x or need_t else None
+    dv = r - r * (d * d) / vc if need_v else None
+    return (dx if need_x else None), (-dx if need_t else None), dv
+
+
+class _GaussianNLLMul(_GaussianNLL):
+    node_name = "MulBackward0"
+
+
+class _GaussianNLLAdd(_GaussianNLL):
+    node_name = "AddBackward0"
+
+
+class _GaussianNLLMean(_GaussianNLL):
+    node_name = "MeanBackward0"
+
+
+class _GaussianNLLSum(_GaussianNLL):
+    node_name = "SumBackward0"
+
+
+_GNLL_NODES = {("none", False): _GaussianNLLMul, ("none", True): _GaussianNLLAdd,
+               ("mean", False): _GaussianNLLMean, ("mean", True): _GaussianNLLMean,
+               ("sum", False): _GaussianNLLSum, ("sum", True): _GaussianNLLSum}
