@@ -209,3 +209,140 @@ def test_forward_ad_matches_backward():
     vv = v.detach().requires_grad_(True)
     F.gaussian_nll_loss(a, t, vv).backward()
     np.testing.assert_allclose(tangent, (vv.grad * tan).sum().item(), rtol=1e-12)
+
+
+# ---------------------------------------------------------------- poisson_nll_loss
+P_ORIG = LE._poisson_on_numpy
+
+
+def _prun(x, t, red, log_input, eps, fused, monkeypatch, t_grad=True):
+    """(loss, dx, dt, node name) with a random upstream gradient."""
+    monkeypatch.setattr(LE, "_poisson_on_numpy", P_ORIG if fused else lambda *a: False)
+    a = tgrad.tensor(x, requires_grad=True)
+    b = tgrad.tensor(t, requires_grad=t_grad)
+    loss = F.poisson_nll_loss(a, b, log_input=log_input, eps=eps, reduction=red)
+    g = np.random.default_rng(1).standard_normal(loss.shape).astype(loss.detach().numpy().dtype)
+    loss.backward(tgrad.tensor(g))
+    return (loss.detach().numpy(), a.grad.numpy(), b.grad.numpy() if t_grad else None,
+            loss.grad_fn.name())
+
+
+def _pdata(shape, dt, log_input, seed=0, specials=True):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape).astype(dt)
+    x = x if log_input else np.abs(x)
+    t = (rng.random(shape) * 3).astype(dt)
+    if specials and x.size >= 10:
+        xf, tf = x.reshape(-1), t.reshape(-1)
+        xf[0], xf[1], xf[2], xf[3] = np.nan, np.inf, -np.inf if log_input else 0.0, 100.0
+        tf[4], tf[5] = np.nan, 0.0
+    return x, t
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("red", ["mean", "sum", "none"])
+@pytest.mark.parametrize("log_input", [True, False])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_poisson_fused_matches_composite_bits(shape, red, log_input, dt, monkeypatch):
+    x, t = _pdata(shape, dt, log_input)
+    for eps, t_grad in ((1e-8, True), (0.3, False)):
+        got = _prun(x, t, red, log_input, eps, True, monkeypatch, t_grad)
+        want = _prun(x, t, red, log_input, eps, False, monkeypatch, t_grad)
+        assert got[3] == want[3]
+        for p, q in zip(got[:3], want[:3]):
+            if q is not None:
+                _same_bits(p, q)
+
+
+@pytest.mark.parametrize("log_input", [True, False])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_poisson_values_against_float64(log_input, dt, monkeypatch):
+    x, t = _pdata((300, 37), dt, log_input, seed=4, specials=False)
+    loss, dx, dtg, _ = _prun(x, t, "none", log_input, 1e-8, True, monkeypatch)
+    x64, t64 = x.astype(np.float64), t.astype(np.float64)
+    g = np.random.default_rng(1).standard_normal(loss.shape).astype(dt).astype(np.float64)
+    eps = np.finfo(dt).eps
+    if log_input:
+        ref, scale = np.exp(x64) - t64 * x64, np.exp(x64) + np.abs(t64 * x64)
+        rdx, dscale = g * (np.exp(x64) - t64), np.abs(g) * (np.exp(x64) + t64)
+        rdt, tscale = -g * x64, np.abs(g * x64)
+    else:  # (x + eps rounded: log's absolute error ~ eps)
+        xe = x64 + 1e-8
+        lg = np.log(xe)
+        ref, scale = x64 - t64 * lg, x64 + t64 * (np.abs(lg) + 1)
+        rdx, dscale = g * (1 - t64 / xe), np.abs(g) * (1 + t64 / xe)
+        rdt, tscale = -g * lg, np.abs(g) * (np.abs(lg) + 1)
+    assert np.all(np.abs(loss - ref) <= 4 * eps * scale)
+    assert np.all(np.abs(dx - rdx) <= 4 * eps * dscale)
+    assert np.all(np.abs(dtg - rdt) <= 4 * eps * tscale)
+
+
+@pytest.mark.parametrize("hdt", [np.float16, ml_dtypes.bfloat16])
+def test_poisson_halves(hdt, monkeypatch):
+    for log_input, red in itertools.product((True, False), ("none", "mean", "sum")):
+        x, t = _pdata((9, 6), np.float32, log_input, specials=False)
+        x, t = x.astype(hdt), t.astype(hdt)
+        got = _prun(x, t, red, log_input, 1e-8, True, monkeypatch)
+        want = _prun(x, t, red, log_input, 1e-8, False, monkeypatch)
+        assert got[0].dtype == np.dtype(hdt)
+        for p, q in zip(got[:3], want[:3]):
+            _same_bits(p, q)
+
+
+def test_poisson_fast_path_taken_and_node_names():
+    a = tgrad.randn(4, 3, requires_grad=True)
+    t = tgrad.rand(4, 3)
+    for red, name in (("none", "SubBackward0"), ("mean", "MeanBackward0"),
+                      ("sum", "SumBackward0")):
+        for log_input in (True, False):
+            node = F.poisson_nll_loss(a.abs(), t, log_input=log_input, reduction=red).grad_fn
+            assert issubclass(node._forward_cls, LE._PoissonNLL)
+            assert node.name() == name
+        node = F.poisson_nll_loss(a, t, full=True, reduction=red).grad_fn  # full: composite
+        assert not issubclass(getattr(node, "_forward_cls", object), LE._PoissonNLL)
+    assert P_ORIG(a, t)
+    assert not P_ORIG(a, t[:1])  # a broadcast target
+    assert not P_ORIG(a, t.double())
+
+
+def test_poisson_empty_batch():
+    a = tgrad.zeros(0, 3, requires_grad=True)
+    m = F.poisson_nll_loss(a, tgrad.zeros(0, 3))
+    assert m.shape == () and np.isnan(m.item())
+    s = F.poisson_nll_loss(a, tgrad.zeros(0, 3), reduction="sum")
+    assert s.item() == 0.0 and type(s.detach().numpy()) is np.ndarray
+    s.backward()
+    assert a.grad.shape == (0, 3)
+
+
+@pytest.mark.parametrize("red", ["mean", "sum", "none"])
+@pytest.mark.parametrize("log_input", [True, False])
+@pytest.mark.parametrize("shape", [(4, 5), ()])
+def test_poisson_gradcheck_gradgradcheck(red, log_input, shape):
+    rng = np.random.default_rng(10)
+    a = tgrad.tensor(rng.random(shape) + 0.2, requires_grad=True)
+    t = tgrad.tensor(rng.random(shape) * 3, requires_grad=True)
+
+    def f(a, t):
+        return F.poisson_nll_loss(a, t, log_input=log_input, reduction=red)
+
+    assert gradcheck(f, (a, t))
+    assert gradgradcheck(f, (a, t))
+
+
+@pytest.mark.parametrize("log_input", [True, False])
+def test_poisson_create_graph_matches_composite(log_input, monkeypatch):
+    x, t = _pdata((5, 4), np.float64, log_input, specials=False)
+    x = x + (0 if log_input else 0.1)
+    out = []
+    for fused in (True, False):
+        monkeypatch.setattr(LE, "_poisson_on_numpy", P_ORIG if fused else lambda *a: False)
+        a = tgrad.tensor(x, requires_grad=True)
+        b = tgrad.tensor(t, requires_grad=True)
+        loss = F.poisson_nll_loss(a, b, log_input=log_input)
+        ga, gb = tgrad.autograd.grad(loss, (a, b), create_graph=True)
+        assert ga.requires_grad and gb.requires_grad
+        hh = tgrad.autograd.grad((ga * ga).sum() + (gb * a).sum(), (a, b))
+        out.append([q.detach().numpy() for q in (ga, gb, *hh)])
+    for f, c in zip(*out):
+        np.testing.assert_allclose(f, c, rtol=1e-12, atol=1e-15 * np.abs(c).max())

@@ -1,6 +1,6 @@
-"""CPU forward/backward of gaussian_nll_loss in one node
-(``tgrad.nn._losses_extra._GaussianNLL``). Not backend primitives: the op calls them only
-for CPU float32/float64 arrays.
+"""CPU forward/backward of gaussian_nll_loss and poisson_nll_loss (without ``full``) in one
+node each (``tgrad.nn._losses_extra._GaussianNLL``, ``_PoissonNLL``). Not backend
+primitives: the ops call them only for CPU float32/float64 arrays.
 
 Shapes: x (input), t (target), v (var) one shape S and one dtype; the loss is S ('none') or
 () ('mean', 'sum'). Saved for the backward: d = x - t, vc = max(v, eps), d2 = d^2 (each S).
@@ -34,13 +34,7 @@ def gnll_fwd(x: np.ndarray, t: np.ndarray, v: np.ndarray, eps: float, full: bool
         loss *= dt.type(0.5)
         if full:
             loss += dt.type(_HALF_LOG_2PI)
-        if reduction == "sum":
-            loss = np.asarray(float_sum(loss, None), dt)
-        elif reduction == "mean":
-            n = loss.size
-            loss = np.asarray(dt.type(float(float_sum(loss, None)) / n) if n else
-                              dt.type(np.nan))
-    return loss, (d, vc, d2)
+        return _reduce(loss, reduction), (d, vc, d2)
 
 
 def gnll_bwd(g: np.ndarray, saved: tuple, reduction: str, need_x: bool, need_t: bool,
@@ -71,3 +65,61 @@ def gnll_bwd(g: np.ndarray, saved: tuple, reduction: str, need_x: bool, need_t: 
             dv /= vc
             np.subtract(r, dv, out=dv)
     return dx, dtn, dv
+
+
+def _reduce(loss: np.ndarray, reduction: str) -> np.ndarray:
+    """The composite's reduction of an elementwise loss: 'sum' float_sum, 'mean' float_sum
+    / count in float64 (the backend's mean; empty: NaN), 'none' as it is."""
+    dt = loss.dtype
+    if reduction == "sum":
+        return np.asarray(float_sum(loss, None), dt)
+    if reduction == "mean":
+        n = loss.size
+        return np.asarray(dt.type(float(float_sum(loss, None)) / n) if n else dt.type(np.nan))
+    return loss
+
+
+def poisson_fwd(x: np.ndarray, t: np.ndarray, log_input: bool, eps: float,
+                reduction: str) -> tuple:
+    """(loss, saved): poisson_nll_loss without ``full``, the composite's NumPy steps bit for
+    bit, in x's dtype: l = exp(x) - t x (saved: exp(x)) or x - t log(x + eps) (saved:
+    log(x + eps), x + eps); reduced as ``_reduce``. x, t one shape and dtype."""
+    dt = x.dtype
+    with quiet():
+        if log_input:
+            y = np.asarray(np.exp(x))
+            loss = np.asarray(np.multiply(t, x))
+            np.subtract(y, loss, out=loss)
+            saved = (y,)
+        else:
+            xe = np.asarray(np.add(x, dt.type(eps)))
+            lg = np.asarray(np.log(xe))
+            loss = np.asarray(np.multiply(t, lg))
+            np.subtract(x, loss, out=loss)
+            saved = (lg, xe)
+        return _reduce(loss, reduction), saved
+
+
+def poisson_bwd(g: np.ndarray, x: np.ndarray, t: np.ndarray, saved: tuple, log_input: bool,
+                reduction: str, need_x: bool, need_t: bool) -> tuple:
+    """(dx, dt) (None where not needed) with the composite's roundings (bit for bit):
+    G = g ('none', 'sum'; broadcast) or g / N ('mean'), m = -G;
+    log_input: dx = G exp(x) + m t, dt = m x;
+    else: dx = G + (m t) / (x + eps), dt = m log(x + eps)."""
+    dt = x.dtype
+    with quiet():
+        g = np.asarray(g, dt)
+        if reduction == "mean":
+            g = g / dt.type(max(x.size, 1))
+        m = np.negative(g)
+        dx = dtn = None
+        if need_x:
+            dx = np.asarray(np.multiply(m, t))
+            if log_input:
+                dx += np.multiply(g, saved[0])
+            else:
+                dx /= saved[1]
+                dx += g
+        if need_t:
+            dtn = np.asarray(np.multiply(m, x if log_input else saved[0]))
+    return dx, dtn

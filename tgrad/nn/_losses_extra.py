@@ -7,7 +7,8 @@ PyTorch's; gradients come from the parts (``clamp(min=0)`` for the hinges, ``whe
 the masks), so double backward works and they run on every backend. soft_margin_loss is one
 node (``SoftMarginLoss``, PyTorch's name) over the same parts, its backward a formula; on
 the CPU (float32/float64) multilabel_soft_margin_loss's rows, cosine_embedding_loss and
-gaussian_nll_loss (same-shape operands) are one node each, on the NumPy arrays
+gaussian_nll_loss / poisson_nll_loss (same-shape operands; poisson without ``full``)
+are one node each, on the NumPy arrays
 (tgrad/backends/_numpy_mlsm.py, _numpy_cosemb.py, _numpy_gnll.py).
 
 Shapes: N batch, C classes, D features; "reduced" means 'none' (per element / per
@@ -648,6 +649,9 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True,  # n
     _check_reduction(reduction)
     broadcast_or_raise("poisson_nll_loss", input.shape, target.shape)
     (x, t), half = _compute(input, _as_operand(target, input))
+    if not full and _poisson_on_numpy(x, t):
+        loss = _POISSON_NODES[reduction].apply(x, t, bool(log_input), float(eps), reduction)
+        return loss if half is None else loss.to(half)
     loss = x.exp() - t * x if log_input else x - t * log(x + eps)
     if full:
         big = t > 1
@@ -655,6 +659,77 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True,  # n
         stirling = ts * log(ts) - ts + log(ts * (2.0 * math.pi)) * 0.5
         loss = loss + where(big, stirling, 0.0)
     return _reduced(loss, reduction, half)
+
+
+def _poisson_on_numpy(x: Tensor, t: Tensor) -> bool:
+    """Whether poisson_nll_loss (without ``full``) takes the one-node NumPy path: CPU input
+    and target of one shape (no broadcast) and one float32/float64 dtype."""
+    dt = x.dtype
+    return (x.device.type == "cpu" and t.device.type == "cpu"
+            and dt in (dtypes.float32, dtypes.float64) and t.dtype is dt and x.shape == t.shape)
+
+
+class _PoissonNLL(Function):
+    """poisson_nll_loss without ``full``, reduced, as one node on the CPU (the composite's
+    values and gradients, bit for bit): x, t of one shape; l = exp(x) - t x (log_input) or
+    x - t log(x + eps). With G the element's share of g: dx = G (exp(x) - t), dt = -G x, or
+    dx = G (1 - t / (x + eps)), dt = -G log(x + eps); as tgrad ops under create_graph (or
+    inside forward AD). One subclass per reduction: PyTorch's last node (SubBackward0,
+    MeanBackward0, SumBackward0)."""
+
+    name = "poisson_nll_loss"
+
+    @staticmethod
+    def forward(ctx, x, t, log_input, eps, reduction):
+        from tgrad.backends._numpy_gnll import poisson_fwd
+        loss, ctx.arrays = poisson_fwd(x._data, t._data, log_input, eps, reduction)
+        ctx.save_for_backward(x, t)
+        ctx.log_input, ctx.eps, ctx.reduction = log_input, eps, reduction
+        return wrap(loss, x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t = ctx.saved_tensors
+        need_x, need_t = ctx.needs_input_grad[:2]
+        if differentiable_formula():
+            return (*_poisson_grads(g, x, t, ctx.log_input, ctx.eps, ctx.reduction,
+                                    need_x, need_t), None, None, None)
+        from tgrad.backends._numpy_gnll import poisson_bwd
+        dx, dt = poisson_bwd(g._data, x._data, t._data, ctx.arrays, ctx.log_input,
+                             ctx.reduction, need_x, need_t)
+        return (None if dx is None else wrap(dx, x.device),
+                None if dt is None else wrap(dt, x.device), None, None, None)
+
+
+def _poisson_grads(g: Tensor, x: Tensor, t: Tensor, log_input: bool, eps: float,
+                   reduction: str, need_x: bool, need_t: bool) -> tuple:
+    """_PoissonNLL's backward as tgrad ops (differentiable again; see the class)."""
+    if reduction == "mean":
+        g = g / max(x.numel(), 1)
+    m = -g
+    if log_input:
+        dx = g * x.exp() + m * t if need_x else None
+        dt = m * x if need_t else None
+    else:
+        xe = x + eps
+        dx = g + m * t / xe if need_x else None
+        dt = m * log(xe) if need_t else None
+    return dx, dt
+
+
+class _PoissonNLLNone(_PoissonNLL):
+    node_name = "SubBackward0"
+
+
+class _PoissonNLLMean(_PoissonNLL):
+    node_name = "MeanBackward0"
+
+
+class _PoissonNLLSum(_PoissonNLL):
+    node_name = "SumBackward0"
+
+
+_POISSON_NODES = {"none": _PoissonNLLNone, "mean": _PoissonNLLMean, "sum": _PoissonNLLSum}
 
 
 @autocast_policy("fp32", cpu=None)
