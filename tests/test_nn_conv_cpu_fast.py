@@ -40,6 +40,8 @@ CASES = [
     ((3, 5, 5), (4, 3, 3, 3), dict(padding=1)),  # unbatched
     # 'same' rows of an even, dilated kernel: asymmetric row padding (_shifted_columns)
     ((3, 4, 7, 9), (5, 4, 2, 4), dict(padding="same", dilation=(1, 2))),
+    ((2, 4, 9), (4, 1, 3), dict(padding=1, groups=4)),  # depthwise 1-d (_depthwise_col2im)
+    ((2, 3, 4, 5, 6), (4, 3, 3, 3, 3), dict(padding=1)),  # 3-d: shifted rows, wide col2im
 ]
 
 
@@ -207,7 +209,10 @@ def test_conv_values_and_gradients_against_float64_loops():
 @pytest.mark.parametrize("xs, ws, kw", [((2, 2, 5, 4), (3, 2, 3, 2), dict(padding=1,
                                                                            stride=(2, 1))),
                                         ((2, 4, 5), (4, 2, 3), dict(padding=1, groups=2)),
-                                        ((1, 2, 3, 4, 3), (2, 2, 2, 2, 2), dict(padding=1))])
+                                        ((1, 2, 3, 4, 3), (2, 2, 2, 2, 2), dict(padding=1)),
+                                        ((1, 2, 3, 4, 5), (2, 2, 3, 3, 3), dict(padding=1)),
+                                        ((2, 3, 5, 4), (3, 1, 3, 3), dict(padding=1,
+                                                                          groups=3))])
 def test_conv_gradcheck_and_gradgradcheck_float64(xs, ws, kw):
     rng = np.random.default_rng(7)
     x = tgrad.tensor(rng.standard_normal(xs), requires_grad=True)
@@ -311,3 +316,150 @@ def test_halves_take_the_composite():
     y = F.conv2d(x, w, padding=1)
     y.sum().backward()
     assert y.dtype is tgrad.bfloat16 and x.grad.dtype is tgrad.bfloat16
+
+
+def _strided_columns_nd(x: np.ndarray, kernel: tuple, dilation: tuple, pads: tuple,
+                        out: tuple) -> np.ndarray:
+    """The columns (N, C, *kernel, *out) of x zero-padded by pads, unit strides, tap by tap
+    (any number of spatial dims)."""
+    xp = np.pad(x, ((0, 0), (0, 0)) + tuple(pads))
+    cols = np.empty(x.shape[:2] + tuple(kernel) + tuple(out), x.dtype)
+    for k in np.ndindex(*kernel):
+        cols[(slice(None),) * 2 + k] = xp[(slice(None),) * 2 + tuple(
+            slice(ki * di, ki * di + o) for ki, di, o in zip(k, dilation, out))]
+    return cols
+
+
+def test_shifted_columns_in_3d_are_the_strided_copy_bit_for_bit():
+    # 3-d kernels, unit strides, rows keeping their width (any split of pl + pr), padded
+    # depth and height of any size, dilations, NaN / -0.0 kept, empty batches, twice each
+    rng = np.random.default_rng(1)
+    taken = 0
+    for _ in range(300):
+        n, c = int(rng.integers(0, 3)), int(rng.integers(1, 3))
+        sizes = tuple(int(v) for v in rng.integers(1, 5, 3))
+        kernel = tuple(int(v) for v in rng.integers(1, 4, 2)) + (int(rng.integers(2, 5)),)
+        dil = tuple(int(v) for v in rng.integers(1, 3, 3))
+        pl = int(rng.integers(0, dil[2] * (kernel[2] - 1) + 1))
+        pads = tuple(tuple(int(v) for v in rng.integers(0, 4, 2)) for _ in range(2)) + (
+            (pl, dil[2] * (kernel[2] - 1) - pl),)
+        out = tuple(s + lo + hi - d * (k - 1) for s, (lo, hi), d, k in
+                    zip(sizes, pads, dil, kernel))
+        if min(out) < 1:
+            continue
+        dt = np.float32 if rng.random() < 0.5 else np.float64
+        x = rng.standard_normal((n, c) + sizes).astype(dt)
+        x[rng.random(x.shape) < 0.2] = np.nan
+        x[rng.random(x.shape) < 0.2] = -0.0
+        want = _strided_columns_nd(x, kernel, dil, pads, out).tobytes()
+        assert _numpy_conv.shifted_rows_apply(x, kernel, (1, 1, 1), pads, out)
+        taken += 1
+        for _ in range(2):
+            cols = _numpy_conv._columns(x, kernel, (1, 1, 1), dil, pads, out)
+            assert cols.tobytes() == want, (x.shape, kernel, dil, pads)
+            _numpy_conv.WORKSPACE.give("cols", cols)
+    assert taken > 100
+    x = np.zeros((2, 3, 4, 6, 8), np.float32)
+    assert not _numpy_conv.shifted_rows_apply(x, (3, 3, 3), (1, 1, 2), ((1, 1),) * 3,
+                                              (4, 6, 4))
+    assert not _numpy_conv.shifted_rows_apply(x, (3, 3, 1), (1, 1, 1), ((1, 1),) * 2 + (
+        (0, 0),), (4, 6, 8))
+
+
+def _per_tap_col2im(dcols: np.ndarray, sizes: tuple, kernel: tuple, dilation: tuple,
+                    pads: tuple) -> np.ndarray:
+    """col2im by one add per tap (unit strides) into a zeroed padded plane, cropped."""
+    n, c = dcols.shape[:2]
+    out = dcols.shape[2 + len(kernel):]
+    dxp = np.zeros((n, c) + tuple(s + lo + hi for s, (lo, hi) in zip(sizes, pads)),
+                   dcols.dtype)
+    for k in np.ndindex(*kernel):
+        view = dxp[(slice(None),) * 2 + tuple(slice(ki * di, ki * di + o) for ki, di, o in
+                                              zip(k, dilation, out))]
+        np.add(view, dcols[(slice(None),) * 2 + k], out=view)
+    return dxp[(slice(None),) * 2 + tuple(slice(lo, lo + s) for s, (lo, _) in
+                                          zip(sizes, pads))]
+
+
+@pytest.mark.parametrize("wide_bytes", [1, 1 << 12, 1 << 40])
+def test_col2im_in_3d_blocks_is_the_per_tap_adds(monkeypatch, wide_bytes):
+    # 3-d col2im through wide_col2im in blocks of planes (one plane, a few, all of them):
+    # the per-tap adds' bits (-0.0, +inf and one NaN payload: no NaN payload choice)
+    monkeypatch.setattr(_numpy_conv, "WIDE_BYTES", wide_bytes)
+    rng = np.random.default_rng(2)
+    for _ in range(40):
+        n, c = int(rng.integers(0, 3)), int(rng.integers(1, 4))
+        sizes = tuple(int(v) for v in rng.integers(1, 6, 3))
+        kernel = tuple(int(v) for v in rng.integers(1, 4, 3))
+        if kernel == (1, 1, 1):
+            continue
+        dil = tuple(int(v) for v in rng.integers(1, 3, 3))
+        pads = tuple(tuple(int(v) for v in rng.integers(0, 3, 2)) for _ in range(3))
+        out = tuple(s + lo + hi - d * (k - 1) for s, (lo, hi), d, k in
+                    zip(sizes, pads, dil, kernel))
+        if min(out) < 1:
+            continue
+        dt = np.float32 if rng.random() < 0.5 else np.float64
+        dcols = rng.standard_normal((n, c) + kernel + out).astype(dt)
+        dcols[rng.random(dcols.shape) < 0.1] = -0.0
+        dcols[rng.random(dcols.shape) < 0.02] = np.inf
+        dcols[rng.random(dcols.shape) < 0.02] = np.nan
+        dx = np.empty((n, c) + sizes, dt)
+        assert _numpy_conv.wide_col2im_applies(kernel, (1, 1, 1))
+        _numpy_conv._col2im(dcols, sizes, kernel, (1, 1, 1), dil, pads, dx)
+        want = _per_tap_col2im(dcols, sizes, kernel, dil, pads)
+        assert dx.tobytes() == want.tobytes(), (dcols.shape, kernel, dil, pads)
+    assert not _numpy_conv.wide_col2im_applies((3, 3, 3), (1, 2, 1))
+    assert not _numpy_conv.wide_col2im_applies((1, 1, 1), (1, 1, 1))
+
+
+# depthwise cases (x shape, weight shape, kwargs) of _depthwise_col2im: one output channel
+# a group (two input channels a group too), dilations, asymmetric and no padding, odd sizes
+DW_CASES = [
+    ((8, 32, 16, 16), (32, 1, 3, 3), dict(padding=1, groups=32)),
+    ((3, 5, 7, 9), (5, 1, 3, 2), dict(padding=(2, 0), dilation=(1, 2), groups=5)),
+    ((2, 4, 6, 5), (2, 2, 3, 3), dict(padding=1, groups=2)),
+    ((2, 3, 5, 4), (3, 1, 5, 3), dict(padding="same", groups=3)),
+    ((1, 2, 9, 1), (2, 1, 4, 1), dict(groups=2)),
+    ((0, 3, 5, 5), (3, 1, 3, 3), dict(padding=1, groups=3)),
+]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("case", range(len(DW_CASES)))
+def test_depthwise_col2im_is_the_products_then_col2im(monkeypatch, dt, case):
+    xs, ws, kw = DW_CASES[case]
+    assert _numpy_conv.depthwise_col2im_applies(ws[2:], (1, 1), ws[0], kw["groups"],
+                                                np.ones(ws, dt))
+    for special, noncontig in ((False, False), (True, True)):
+        fast = _run(xs, ws, kw, dt, bias=True, special=special, noncontig=noncontig)
+        with monkeypatch.context() as m:
+            m.setattr(_numpy_conv, "depthwise_col2im_applies", lambda *a: False)
+            plain = _run(xs, ws, kw, dt, bias=True, special=special, noncontig=noncontig)
+        assert fast == plain, (xs, ws, kw, special)
+    # not taken: a non-finite weight (w 0 in the gaps), strides, a multiplier, 3-d, 1 x 1
+    w = np.ones(ws, dt)
+    w.reshape(-1)[0] = np.inf
+    assert not _numpy_conv.depthwise_col2im_applies(ws[2:], (1, 1), ws[0], kw["groups"], w)
+    assert not _numpy_conv.depthwise_col2im_applies((3, 3), (2, 1), 4, 4, np.ones(1))
+    assert not _numpy_conv.depthwise_col2im_applies((3, 3), (1, 1), 8, 4, np.ones(1))
+    assert not _numpy_conv.depthwise_col2im_applies((3, 3, 3), (1, 1, 1), 4, 4, np.ones(1))
+    assert not _numpy_conv.depthwise_col2im_applies((1, 1), (1, 1), 4, 4, np.ones(1))
+
+
+def test_depthwise_with_a_non_finite_weight_takes_the_products(monkeypatch):
+    # an inf weight: the dcols path (its inf 0 = NaN stays out of the gaps), the composite's
+    # bits
+    rng = np.random.default_rng(3)
+    x_np = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
+    w_np = rng.standard_normal((3, 1, 3, 3)).astype(np.float32)
+    w_np[1, 0, 1, 2] = np.inf
+
+    def grads():
+        x = tgrad.tensor(x_np, requires_grad=True)
+        F.conv2d(x, tgrad.tensor(w_np), padding=1, groups=3).sum().backward()
+        return x.grad.numpy().tobytes()
+    fast = grads()
+    with monkeypatch.context() as m:
+        m.setattr(_conv, "_fast_conv", lambda t: False)
+        assert grads() == fast
