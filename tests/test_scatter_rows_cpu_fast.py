@@ -221,3 +221,28 @@ def test_gradcheck_forced(forced, dim):
     for fn, args in cases:
         assert gradcheck(fn, args)
         assert gradgradcheck(fn, args)
+
+
+# (out shape, dim, index shape): an n-d index at one dim (embedding's (B, T) input), flattened
+# in C order by _whole_slice_key; an empty one
+ND_CASES = [((17, 65), 0, (4, 30)), ((3, 17, 5), 1, (2, 3, 4)), ((9, 2), 0, (3, 1, 7)),
+            ((5, 8), 0, (0, 3))]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.complex64, np.int64])
+@pytest.mark.parametrize("case", ND_CASES)
+def test_rows_at_with_an_nd_index_matches_add_at(forced, case, dt):
+    shape, dim, ishape = case
+    rng = np.random.default_rng(11)
+    idx = rng.integers(-shape[dim], shape[dim], ishape)  # (negatives count from the end)
+    key = (slice(None),) * dim + (idx,)
+    v = _values(shape[:dim] + ishape + shape[dim + 1:], dt, 12)
+    ref = np.zeros(shape, dt)
+    out = np.zeros(shape, dt)
+    with np.errstate(all="ignore"):
+        _flat_at(np.add, ref, key, v)
+        done = _numpy_scatter.rows_at(np.add, out, key, v, out.dtype.type(0))
+    assert done == (idx.size > 0)
+    if not done:
+        np.add.at(out, key, v)
+    assert _same(out, ref, key, v)

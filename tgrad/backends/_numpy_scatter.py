@@ -47,11 +47,11 @@ def rows_at(ufunc: np.ufunc, out: np.ndarray, key, v: np.ndarray, init) -> bool:
     spec = _whole_slice_key(out.shape, key)
     if spec is None:
         return False
-    d, idx = spec
+    d, idx, ishape = spec
     m = idx.size
     n = out.shape[d]
     lead = math.prod(out.shape[:d])
-    if m == 0 or v.shape != out.shape[:d] + (m,) + out.shape[d + 1:] or \
+    if m == 0 or v.shape != out.shape[:d] + ishape + out.shape[d + 1:] or \
             v.size < lead * m * _MIN_SLICE:  # (slices of contiguous runs of >= _MIN_SLICE)
         return False
     counts = np.bincount(idx, minlength=n)
@@ -79,19 +79,23 @@ def rows_at(ufunc: np.ufunc, out: np.ndarray, key, v: np.ndarray, init) -> bool:
 
 
 def _whole_slice_key(shape: tuple, key) -> tuple | None:
-    """(d, idx int64 (m,) in [0, n_d)) for a key of d full slices, one 1-D integer array and
-    full slices (or nothing) after it; None otherwise or for an index out of range (the
-    caller's ufunc.at then raises NumPy's error)."""
+    """(d, idx int64 (m,) in [0, n_d), the index array's shape) for a key of d full slices,
+    one integer array of any rank >= 1 and full slices (or nothing) after it; None otherwise
+    or for an index out of range (the caller's ufunc.at then raises NumPy's error). An n-d
+    index (embedding's (B, T) input) comes flattened in C order: its dims replace dim d in
+    a[key] (the only advanced index), so v's (lead, m, inner) view lists the positions in
+    the order ufunc.at visits them."""
     key = key if type(key) is tuple else (key,)
     d = next((i for i, k in enumerate(key) if type(k) is not slice or k != _FULL), None)
     if d is None or d >= len(shape) or any(type(k) is not slice or k != _FULL
                                            for k in key[d + 1:]):
         return None
     idx = key[d]
-    if type(idx) is not np.ndarray or idx.ndim != 1 or not (
+    if type(idx) is not np.ndarray or idx.ndim == 0 or not (
             idx.dtype.kind == "i" or (idx.dtype.kind == "u" and idx.dtype.itemsize < 8)):
         return None
-    idx = idx.astype(np.int64, copy=False)
+    ishape = idx.shape
+    idx = idx.astype(np.int64, copy=False).reshape(-1)
     n = shape[d]
     if idx.size:
         lo, hi = int(idx.min()), int(idx.max())
@@ -99,7 +103,7 @@ def _whole_slice_key(shape: tuple, key) -> tuple | None:
             return None
         if lo < 0:
             idx = np.where(idx < 0, idx + n, idx)
-    return d, idx
+    return d, idx, ishape
 
 
 def _by_rank(idx: np.ndarray, counts: np.ndarray, ranks: int) -> list:
