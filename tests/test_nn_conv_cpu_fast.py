@@ -463,3 +463,52 @@ def test_depthwise_with_a_non_finite_weight_takes_the_products(monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(_conv, "_fast_conv", lambda t: False)
         assert grads() == fast
+
+
+def test_rows_col2im_is_the_per_tap_adds():
+    # conv_bwd's _rows_col2im (unit strides, rows as wide as x's, finite values: -0.0
+    # included), 2-d and 3-d, any split of the row padding, dilations, padded depth and
+    # height, one-tap-wide kernels, empty batches: the per-tap adds' bits
+    rng = np.random.default_rng(6)
+    taken = 0
+    for _ in range(200):
+        nd = int(rng.integers(2, 4))
+        n, c = int(rng.integers(0, 3)), int(rng.integers(1, 4))
+        sizes = tuple(int(v) for v in rng.integers(1, 6, nd))
+        kernel = tuple(int(v) for v in rng.integers(1, 4, nd))
+        if kernel == (1,) * nd:
+            continue
+        dil = tuple(int(v) for v in rng.integers(1, 3, nd))
+        pl = int(rng.integers(0, dil[-1] * (kernel[-1] - 1) + 1))
+        pads = tuple(tuple(int(v) for v in rng.integers(0, 3, 2)) for _ in range(nd - 1)) + (
+            (pl, dil[-1] * (kernel[-1] - 1) - pl),)
+        out = tuple(s + lo + hi - d * (k - 1) for s, (lo, hi), d, k in
+                    zip(sizes, pads, dil, kernel))
+        if min(out) < 1:
+            continue
+        dt = np.float32 if rng.random() < 0.5 else np.float64
+        dcols = rng.standard_normal((n, c) + kernel + out).astype(dt)
+        dcols[rng.random(dcols.shape) < 0.1] = -0.0
+        g, w = np.ones((1, 1) + out, dt), np.ones(2, dt)
+        assert _numpy_conv.rows_col2im_applies(sizes, kernel, (1,) * nd, pads, out, g, w)
+        want = _per_tap_col2im(dcols, sizes, kernel, dil, pads)
+        dx = np.empty((n, c) + sizes, dt)
+        _numpy_conv._rows_col2im(dcols.copy(), sizes, kernel, dil, pads, dx)
+        assert dx.tobytes() == want.tobytes(), (dcols.shape, kernel, dil, pads)
+        taken += 1
+    assert taken > 100
+    # not taken: a non-finite g or w, strides, rows that change width, 1-d, one tap
+    one = np.ones(3, np.float32)
+    inf = np.array([1.0, np.inf], np.float32)
+    nan = np.array([np.nan], np.float32)
+    args = ((4, 6, 8), (3, 3, 3), (1, 1, 1), ((1, 1),) * 3, (4, 6, 8))
+    assert _numpy_conv.rows_col2im_applies(*args, one, one)
+    assert not _numpy_conv.rows_col2im_applies(*args, inf, one)
+    assert not _numpy_conv.rows_col2im_applies(*args, one, nan)
+    assert not _numpy_conv.rows_col2im_applies((6, 8), (3, 3), (1, 2), ((1, 1),) * 2, (6, 4),
+                                               one, one)
+    assert not _numpy_conv.rows_col2im_applies((6, 8), (3, 3), (1, 1), ((1, 1), (0, 0)),
+                                               (6, 6), one, one)
+    assert not _numpy_conv.rows_col2im_applies((8,), (3,), (1,), ((1, 1),), (8,), one, one)
+    assert not _numpy_conv.rows_col2im_applies((6, 8), (1, 1), (1, 1), ((0, 0),) * 2, (6, 8),
+                                               one, one)

@@ -19,6 +19,7 @@ w[g]^T g[n, g], dx = col2im(dcols) (each window's gradient summed back where it 
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -28,7 +29,7 @@ from tgrad.backends._numpy_dtypes import FLOAT32_64
 from tgrad.backends._workspace import WORKSPACE, Workspace
 
 __all__ = ["FAST_DTYPES", "WORKSPACE", "Workspace", "conv_bwd", "conv_fwd", "wide_col2im",
-           "wide_col2im_applies"]
+           "wide_col2im_applies", "wide_col2im_blocks"]
 
 FAST_DTYPES = FLOAT32_64
 _FULL = slice(None)
@@ -142,8 +143,8 @@ def _shifted_columns(x: np.ndarray, kernel: tuple, dilation: tuple, pads: tuple,
     cols = WORKSPACE.take("cols", (n, c) + tuple(kernel) + tuple(out), x.dtype)
     span = out[-2] * w
     runs = cols.reshape((n, c) + tuple(kernel) + tuple(out[:-2]) + (span,))  # (a view)
-    stacked = np.moveaxis(flat, 0, 2)  # (N, C, kw, *P, Hp W)
-    for k in np.ndindex(*kouter, kh):
+    stacked = flat.transpose((1, 2, 0) + tuple(range(3, flat.ndim)))  # (N, C, kw, *P, Hp W)
+    for k in itertools.product(*map(range, kouter + [kh])):
         at = tuple(slice(ki * di, ki * di + o) for ki, di, o in zip(k, douter, out))
         row0 = k[-1] * dh * w
         np.copyto(runs[(_FULL, _FULL) + k], stacked[(_FULL,) * 3 + at
@@ -197,11 +198,7 @@ def _col2im(dcols: np.ndarray, sizes: tuple, kernel: tuple, stride: tuple,
     dxp = WORKSPACE.take("dxp", (n, c) + padded, dcols.dtype)
     dxp.fill(0)
     if wide_col2im_applies(kernel, stride):
-        step = _wide_block(len(kernel), math.prod(kernel) * math.prod(padded) * dxp.itemsize)
-        src = dcols.reshape((n * c, 1) + dcols.shape[2:])
-        dst = dxp.reshape((n * c, 1) + padded)
-        for r0 in range(0, n * c, step):
-            wide_col2im(src[r0:r0 + step], dst[r0:r0 + step], kernel, dilation)
+        wide_col2im_blocks(dcols, dxp, kernel, dilation)
     else:
         for k in np.ndindex(*kernel):
             at = tuple(slice(ki * di, ki * di + (b - 1) * si + 1, si)
@@ -217,6 +214,21 @@ def wide_col2im_applies(kernel: tuple, stride: tuple) -> bool:
     than one tap (measured: 1-d and 1 x 1 kernels gain nothing or lose, as the copy into
     the wide array costs what the runs save; 3-d only in blocks of planes, ``_wide_block``)."""
     return len(kernel) in (2, 3) and math.prod(kernel) > 1 and set(stride) == {1}
+
+
+def wide_col2im_blocks(src: np.ndarray, plane: np.ndarray, kernel: tuple,
+                       dilation: tuple) -> None:
+    """``wide_col2im`` (same arguments) over blocks of ``_wide_block`` planes (n, c)."""
+    n, c = plane.shape[:2]
+    size = plane.shape[2:]
+    step = _wide_block(len(kernel), math.prod(kernel) * math.prod(size) * plane.itemsize)
+    if step >= n * c:
+        wide_col2im(src, plane, kernel, dilation)
+        return
+    flat_src = src.reshape((n * c, 1) + src.shape[2:])
+    flat_plane = plane.reshape((n * c, 1) + size)
+    for r0 in range(0, n * c, step):
+        wide_col2im(flat_src[r0:r0 + step], flat_plane[r0:r0 + step], kernel, dilation)
 
 
 def _wide_block(nd: int, per_plane: int) -> int:
@@ -292,6 +304,8 @@ def conv_bwd(g: np.ndarray, x: np.ndarray, w: np.ndarray, cols: np.ndarray | Non
         n, x.shape[1] * math.prod(kernel) * length * g.itemsize)
     dx = dw = None
     fused = need_x and depthwise_col2im_applies(kernel, stride, o, groups, w)
+    rows = need_x and not fused and rows_col2im_applies(x.shape[2:], kernel, stride, pads,
+                                                         out, g, w)
     with _nb.quiet():
         for n0, n1 in chunks:
             if need_w:
@@ -318,9 +332,71 @@ def conv_bwd(g: np.ndarray, x: np.ndarray, w: np.ndarray, cols: np.ndarray | Non
                     np.multiply(wt, gm[n0:n1], out=dc)  # term (the matmul's slow loop)
                 else:
                     np.matmul(wt, gm[n0:n1], out=dc)
-                _col2im(dcols, x.shape[2:], kernel, stride, dilation, pads, dx[n0:n1])
+                if rows:
+                    _rows_col2im(dcols, x.shape[2:], kernel, dilation, pads, dx[n0:n1])
+                else:
+                    _col2im(dcols, x.shape[2:], kernel, stride, dilation, pads, dx[n0:n1])
                 WORKSPACE.give("cols", dcols)
     return dx, dw
+
+
+def rows_col2im_applies(sizes: tuple, kernel: tuple, stride: tuple, pads: tuple, out: tuple,
+                        g: np.ndarray, w: np.ndarray) -> bool:
+    """Whether conv_bwd's dx takes ``_rows_col2im``: a 2-d or 3-d kernel of more than one
+    tap, unit strides, out rows as wide as x's (W_out = W, as ``shifted_rows_apply``), and
+    a finite g and w: then every NaN col2im can meet is the one default NaN (inf - inf),
+    so which operand's NaN a NaN + NaN keeps (NumPy's vector loop or its tail: the runs
+    here are not ``wide_col2im``'s) cannot show."""
+    return (len(kernel) in (2, 3) and math.prod(kernel) > 1 and set(stride) == {1}
+            and out[-1] == sizes[-1] and bool(np.isfinite(w).all())
+            and bool(np.isfinite(g).all()))
+
+
+def _rows_col2im(dcols: np.ndarray, sizes: tuple, kernel: tuple, dilation: tuple,
+                 pads: tuple, dx: np.ndarray) -> None:
+    """dx (N, C, *sizes) = col2im(dcols (N, C, *kernel, *out)) for ``rows_col2im_applies``'s
+    case, by adds of long runs; dcols (a workspace array) is overwritten. Spatial dims
+    (*outer, H, W) (outer: D in 3-d), out = (*o, oh, W). The accumulator keeps x's rows
+    unpadded: acc (N, C, *P, M + Hp W + M) (P, Hp: the padded sizes; M = the largest
+    |sh|), where tap (*k, ki, kj) adds its term for output (*i, r, j) at slab
+    k_i d_i + i_i, flat M + (ki dh + r) W + j + sh, sh = kj dw - pl: each (n, c, *i) slab's
+    oh W terms are one contiguous run of dcols, added at one offset. A term whose column
+    j + sh falls outside [0, W) belongs to the row padding (cropped off): it is zeroed in
+    dcols first, so the run adds +0.0 where it wraps into the next or the previous row
+    (the accumulator starts at +0.0 and is never -0.0, so + 0.0 is an identity). Each
+    position sums its terms in tap order, as the per-tap adds: the same values (NaN:
+    ``rows_col2im_applies``). 2.5x faster than ``wide_col2im`` on (2, 16, 8, 16, 16)
+    3x3x3 float32 (no copy into the wide array, runs of oh W instead of rows of W)."""
+    n, c = dcols.shape[:2]
+    nd = len(kernel)
+    *outer, h, w = sizes
+    *opads, (pt, pb), (pl, _) = pads
+    *douter, dh, dw = dilation
+    out = dcols.shape[2 + nd:]
+    *oouter, oh, _ = out
+    kw = kernel[-1]
+    shifts = [kj * dw - pl for kj in range(kw)]
+    for kj, sh in enumerate(shifts):  # the wrapped terms zeroed (one strided fill each)
+        if sh:
+            cut = slice(max(w - sh, 0), None) if sh > 0 else slice(0, min(-sh, w))
+            dcols[(_FULL,) * (1 + nd) + (kj,) + (_FULL,) * (nd - 1) + (cut,)] = 0
+    margin = max(abs(sh) for sh in shifts)
+    padded = tuple(s + lo + hi for s, (lo, hi) in zip(outer, opads))
+    hp = pt + h + pb
+    acc = WORKSPACE.take("racc", (n, c) + padded + (2 * margin + hp * w,), dx.dtype)
+    acc.fill(0)
+    span = oh * w
+    runs = dcols.reshape((n, c) + tuple(kernel) + tuple(oouter) + (span,))
+    for tap in itertools.product(*map(range, kernel)):
+        *kout, ki, kj = tap
+        at = margin + ki * dh * w + shifts[kj]
+        view = acc[(_FULL, _FULL) + tuple(slice(k * d, k * d + o) for k, d, o in
+                                          zip(kout, douter, oouter)) + (slice(at, at + span),)]
+        np.add(view, runs[(_FULL, _FULL) + tap], out=view)
+    crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(outer, opads))
+    np.copyto(dx.reshape(acc.shape[:2] + tuple(outer) + (h * w,)),  # (dx: contiguous)
+              acc[(_FULL, _FULL) + crop + (slice(margin + pt * w, margin + (pt + h) * w),)])
+    WORKSPACE.give("racc", acc)
 
 
 def depthwise_col2im_applies(kernel: tuple, stride: tuple, o: int, groups: int,

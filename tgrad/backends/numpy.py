@@ -1689,10 +1689,10 @@ def col2im(cols: np.ndarray, key, size: tuple, kernel: tuple, stride: tuple,
     sum over ``key`` = (:, :, the flat window index), which the GPU backend runs; here one
     strided-slice add per kernel offset, in offset order, so each position sums its terms
     in np.add.at's order over that key (bit-identical), 10x faster, no atomics. Unit
-    strides, 2-d kernels: the same adds as contiguous runs (_numpy_conv.wide_col2im,
-    1.3-3x faster; NumPy's SIMD add returns one operand's NaN or the other's by an
-    element's place in a run, so NaN + NaN may keep the other NaN's sign or payload; other
-    values the same)."""
+    strides, 2-d and 3-d kernels: the same adds as contiguous runs
+    (_numpy_conv.wide_col2im_blocks, 1.3-3x faster; NumPy's SIMD add returns one operand's
+    NaN or the other's by an element's place in a run, so NaN + NaN may keep the other
+    NaN's sign or payload; other values the same)."""
     dt = cols.dtype
     n, c = cols.shape[0], cols.shape[1]
     out = np.zeros((n, c) + tuple(size), compute_dtype(dt))
@@ -1700,7 +1700,7 @@ def col2im(cols: np.ndarray, key, size: tuple, kernel: tuple, stride: tuple,
     with quiet():  # inf + -inf: NaN without a warning, as PyTorch
         from tgrad.backends import _numpy_conv as conv  # (it imports this module)
         if conv.wide_col2im_applies(tuple(kernel), tuple(stride)):
-            conv.wide_col2im(src, out, tuple(kernel), tuple(dilation))
+            conv.wide_col2im_blocks(src, out, tuple(kernel), tuple(dilation))
             return _down(out.reshape(n, c, math.prod(size)), dt)
         for k in np.ndindex(*kernel):
             at = tuple(slice(ki * di, ki * di + (b - 1) * si + 1, si)
