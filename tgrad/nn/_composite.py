@@ -1104,9 +1104,10 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
                            f"{list(weight.shape)}; it is [num_embeddings, embedding_dim])")
     # a negative index is out of range (weight[input] alone would count from the end): on
     # cuda the lookup's gather kernel rejects it (no host sync; raised at the next one)
-    if input.device.type == "cpu" and input.numel() and int(input.min()) < 0:
+    low = int(input._data.min()) if input.device.type == "cpu" and input.numel() else 0
+    if low < 0:  # (the CPU array's own min: no reduction node's work)
         raise IndexError(f"embedding: index out of range in self (index "
-                         f"{int(input.min())} of a weight with {weight.shape[0]} rows)")
+                         f"{low} of a weight with {weight.shape[0]} rows)")
     if padding_idx is not None:
         padding_idx = _int_arg("embedding", "padding_idx", padding_idx, 3)
         if not -weight.shape[0] <= padding_idx < weight.shape[0]:
