@@ -122,13 +122,14 @@ def _shifted_columns(x: np.ndarray, kernel: tuple, dilation: tuple, pads: tuple,
     *opads, (pt, pb), (pl, _) = pads
     *kouter, kh, kw = kernel
     *douter, dh, dw = dilation
-    padded = tuple(s + lo + hi for s, (lo, hi) in zip(outer, opads))
+    # (2-d: no outer dims, and none of their tuples built: ~5 us of Python a call)
+    padded = tuple(s + lo + hi for s, (lo, hi) in zip(outer, opads)) if outer else ()
     hp, area = pt + h + pb, h * w
     tag = ("shift", pads, dilation, kw)
     rows = WORKSPACE.take(tag, (kw, n, c) + padded + (hp, w), x.dtype, zeros=True)
     flat = rows.reshape((kw, n, c) + padded + (hp * w,))
     src = x.reshape((n, c) + tuple(outer) + (area,))
-    inner = tuple(slice(lo, lo + s) for s, (lo, _) in zip(outer, opads))  # x's slabs
+    inner = tuple(slice(lo, lo + s) for s, (lo, _) in zip(outer, opads)) if outer else ()
     for kj in range(kw):
         sh = kj * dw - pl
         at = pt * w - sh  # where x's flat plane starts in S_kj's flat (Hp W)-slab
@@ -144,11 +145,15 @@ def _shifted_columns(x: np.ndarray, kernel: tuple, dilation: tuple, pads: tuple,
     span = out[-2] * w
     runs = cols.reshape((n, c) + tuple(kernel) + tuple(out[:-2]) + (span,))  # (a view)
     stacked = flat.transpose((1, 2, 0) + tuple(range(3, flat.ndim)))  # (N, C, kw, *P, Hp W)
-    for k in itertools.product(*map(range, kouter + [kh])):
-        at = tuple(slice(ki * di, ki * di + o) for ki, di, o in zip(k, douter, out))
-        row0 = k[-1] * dh * w
-        np.copyto(runs[(_FULL, _FULL) + k], stacked[(_FULL,) * 3 + at
-                                                    + (slice(row0, row0 + span),)])
+    taps = [((), ())]  # per outer tap: (*k, its slabs' slices of S), row-major
+    for ko, do, oo in zip(kouter, douter, out):
+        taps = [(ks + (ki,), sl + (slice(ki * do, ki * do + oo),)) for ks, sl in taps
+                for ki in range(ko)]
+    for ks, sl in taps:
+        for ki in range(kh):
+            row0 = ki * dh * w
+            np.copyto(runs[(_FULL, _FULL) + ks + (ki,)],
+                      stacked[(_FULL,) * 3 + sl + (slice(row0, row0 + span),)])
     WORKSPACE.give(tag, rows)
     return cols
 
