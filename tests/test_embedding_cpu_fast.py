@@ -6,7 +6,7 @@ Against the masked path (monkeypatched in): bit-identical weight gradients, NaN 
 in the output gradient (at the pad positions too), negative padding_idx, a pad index absent
 from the input, scale_grad_by_freq, 0-d, 1-d and empty inputs, float32 / float64; against
 a float64 np.add.at reference; gradcheck and gradgradcheck in float64 (create_graph: the
-mask)."""
+mask); the backend's gather at one integer array (np.take) against NumPy's indexing."""
 
 from __future__ import annotations
 
@@ -79,3 +79,29 @@ def test_gradcheck_and_gradgradcheck_float64(padding_idx):
         return F.embedding(idx, w, padding_idx=padding_idx) ** 2
     assert gradcheck(f, (w,))
     assert gradgradcheck(f, (w,))
+
+
+def test_backend_gather_at_one_integer_array_is_numpys_indexing():
+    # np.take along dim 0 (the lookup's path): NumPy's x[idx] values, shape and a
+    # C-contiguous result, for n-d and negative indices, unsigned ones, a non-contiguous x,
+    # the one-element tuple key; out of range: the same IndexError; an empty x: x[idx]'s
+    from tgrad.backends import numpy as be
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((7, 5, 3)).astype(np.float32)
+    for arr in (x, x.transpose(2, 0, 1), x[::2], x[:, 1]):
+        for idx in (rng.integers(-arr.shape[0], arr.shape[0], (4, 6)),
+                    np.array([0, 2], np.uint8), np.array([], np.int64),
+                    rng.integers(0, arr.shape[0], 9).astype(np.int32)):
+            for key in (idx, (idx,)):
+                got = be.gather(arr, key)
+                assert got.flags.c_contiguous and got.shape == arr[key].shape
+                assert got.tobytes() == np.ascontiguousarray(arr[key]).tobytes()
+    for bad in (np.array([7]), np.array([-8])):
+        with pytest.raises(IndexError) as e_np:
+            x[bad]
+        with pytest.raises(IndexError) as e_be:
+            be.gather(x, (bad,))
+        assert str(e_be.value) == str(e_np.value)
+    empty = np.zeros((0, 3), np.float32)
+    with pytest.raises(IndexError, match="out of bounds"):
+        be.gather(empty, (np.array([5]),))

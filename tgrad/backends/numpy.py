@@ -1539,10 +1539,11 @@ def gather(x: np.ndarray, key) -> np.ndarray:
     outermost in memory when slices come before them, x[:, idx] of a (2, 3) x has strides
     (1, 2) there)."""
     k0 = key[0] if type(key) is tuple and len(key) == 1 else key
-    if type(k0) is np.ndarray and k0.dtype.kind in "iu" and x.ndim:
+    if type(k0) is np.ndarray and k0.dtype.kind in "iu" and x.size:
         # rows at one integer array (embedding's lookup, x[idx]): np.take, 2x faster than
         # NumPy's indexing on (32, 128) rows of a (1000, 64) float32 table (the same rows;
-        # negatives count from the end, out of range raises the same IndexError)
+        # negatives count from the end, out of range raises the same IndexError; an empty
+        # x keeps NumPy's indexing, whose error text differs from take's)
         return np.take(x, k0, axis=0)
     if (type(key) is tuple and 1 < len(key) <= x.ndim and type(key[-1]) is np.ndarray
             and key[-1].dtype.kind in "iu"
