@@ -19,6 +19,7 @@ from tgrad import dtypes, return_types
 from tgrad.autograd import profiler_hooks
 from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import STATE, is_grad_enabled
+from tgrad.backends import _numpy_extreme as _np_extreme
 from tgrad.backends import _numpy_norms as _np_norms
 from tgrad.ops._common import (
     backend_of,
@@ -177,6 +178,10 @@ def _make_extreme(name: str, prim: str | None = None, node_name: str | None = No
 
     def backward(ctx, g):
         x, y = ctx.saved_tensors
+        if _extreme_grad_on_numpy(g, x, y, ctx.axes):  # the same steps on the arrays
+            return wrap(_np_extreme.extreme_grad(g._data, x._data, y._data, ctx.axes,
+                                                 _kept_shape(x.shape, ctx.axes), nan_share),
+                        x.device), None, None
         yb = _expand_back(y, x.shape, ctx.axes, ctx.keepdim)
         hit = x == yb
         if nan_share:  # [x == y or both NaN]: no host sync to ask whether y is NaN
@@ -198,6 +203,16 @@ def _make_extreme(name: str, prim: str | None = None, node_name: str | None = No
         "saved_attributes": saved,
         "forward": staticmethod(forward), "backward": staticmethod(backward)})
     return register_op(cls)
+
+
+def _extreme_grad_on_numpy(g: Tensor, x: Tensor, y: Tensor, axes) -> bool:
+    """Whether amax/amin's (max()/min()'s) plain backward runs _numpy_extreme.extreme_grad:
+    no graph to record (create_graph and forward AD keep the tgrad ops), CPU float32/float64
+    tensors of one dtype, reduced slices of at most MAX_SLICE elements (an exact count)."""
+    return (not differentiable_formula() and x._device.type == "cpu"
+            and _np_extreme.fast_dtype(x._data.dtype) and g.dtype is x.dtype
+            and y.dtype is x.dtype
+            and _reduced_numel(x.shape, axes) <= _np_extreme.MAX_SLICE)
 
 
 def _check_extreme_dims(name: str, input: Tensor, dim) -> None:  # noqa: A002
