@@ -19,6 +19,7 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._strides import ellipsis_dims, expand_strides, new_dim_stride, view_strides
+from tgrad.backends import _numpy_cumsum as _cumsum
 from tgrad.backends import _numpy_divmod as _divmod
 from tgrad.backends import _numpy_scatter as _scatter
 from tgrad.backends._heap import prime_heap as _prime_heap
@@ -1743,6 +1744,9 @@ def cumsum(x: np.ndarray, axis: int, reverse: bool) -> np.ndarray:
     dt = np.dtype(np.int64) if x.dtype.kind in "iub" else x.dtype
     cd = _F64 if dt == _F32 else np.dtype(np.complex128) if dt == np.complex64 else \
         compute_dtype(dt)
+    if cd.kind == "f" and _cumsum.use_rows(x.shape, axis):  # many lines: one add per step
+        with quiet():  # (the same additions in the same order: np.cumsum's bits)
+            return _cumsum.cumsum_rows(x, axis, reverse, cd, dt)
     a = np.flip(x, axis) if reverse else x
     with quiet():  # inf + -inf: NaN without a warning, as PyTorch
         out = np.cumsum(a, axis=axis, dtype=cd)
