@@ -21,7 +21,8 @@ import numpy as np
 
 from tgrad import dtypes
 from tgrad._autocast import autocast_policy
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import Function, differentiable_formula
+from tgrad.backends import _numpy_along as _along_np
 from tgrad.ops._common import (
     backend_of,
     fresh,
@@ -98,12 +99,21 @@ def _along(op: str, input: Tensor, dim: int, index: Tensor, kernel_checks: bool,
     ``node``); with ``kernel_checks`` the gather kernel checks the range, negatives out of
     range unless ``wrap_negative`` (once, take_along_dim's), and the error names ``op``."""
     if node is None:
+        if _host_flat(input, index):  # the CPU: the key and its flat positions, on the arrays
+            key, flat = _along_np.key_and_flat(input.shape, dim, index._data)
+            return AlongDim.apply(input, key, (dim, index, {}, flat))
         key, _ = normalize_key(_along_key(index, dim, input.device), input.device)
     else:  # index_select: the vector index at dim, whole slices elsewhere
         key, _ = normalize_key((slice(None),) * dim + (index.reshape(-1),), input.device,
                                input.ndim)
     options = {"wrap_negative": wrap_negative, "op": f"{op}():"} if kernel_checks else {}
     return (node or AlongDim).apply(input, key, (dim, index, options))
+
+
+def _host_flat(input: Tensor, index: Tensor) -> bool:  # noqa: A002
+    """Whether the along-dim key is built on the host with its flat positions
+    (tgrad/backends/_numpy_along.py): a CPU input of 1+ dims and an index of 1+ dims."""
+    return input.device.type == "cpu" and index.ndim > 0 and input.ndim > 0
 
 
 def _along_key(index: Tensor, dim: int, device) -> tuple:
@@ -250,11 +260,13 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
 tensor_method("take_along_dim")(take_along_dim)
 
 
-def _scatter_key(op: str, input: Tensor, dim: int, index: Tensor, src) -> tuple:  # noqa: A002
+def _scatter_key(op: str, input: Tensor, dim: int, index: Tensor, src,  # noqa: A002
+                 with_flat: bool = False) -> tuple:
     """(normalized key, part key) for writing src[j] at index's positions along ``dim``,
     after PyTorch's checks (dims, sizes, range, src dtype): the key reads (or writes)
     input's positions, the part key (basic: ints and slices) src's part of index's shape
-    (src's first element for a 0-d index)."""
+    (src's first element for a 0-d index). ``with_flat``: a third item, the key's flat
+    positions on the CPU (tgrad/backends/_numpy_along.py), else None."""
     require_tensor(op, index, "index", 3)
     d = _wrap_dim(dim, input.ndim, op)
     for name, t in (("self", input), ("src", src)):  # (PyTorch's text names the tensor)
@@ -271,8 +283,11 @@ def _scatter_key(op: str, input: Tensor, dim: int, index: Tensor, src) -> tuple:
     if isinstance(src, Tensor):
         part_key = (tuple(slice(0, n) for n in index.shape) if index.ndim
                     else (0,) * src.ndim)  # a 0-d index writes src's first element
+    if with_flat and _host_flat(input, index):
+        key, flat = _along_np.key_and_flat(input.shape, d, index._data)
+        return key, part_key, flat
     key, _ = normalize_key(_along_key(index, d, input.device), input.device)
-    return key, part_key
+    return (key, part_key, None) if with_flat else (key, part_key)
 
 
 def _part(src: Tensor, part_key: tuple) -> Tensor:
@@ -287,7 +302,10 @@ def _src_grad(ctx, g: Tensor) -> Tensor:
     """d src of a scatter: g gathered at the written positions (index's shape; PyTorch's
     grad.gather(dim, index)), zeros for src's part past index's shape (src's shape); a 0-d
     src broadcast over the positions (index_fill's value): their sum."""
-    gp = getitem(g, ctx.key)
+    if ctx.flat is not None and not differentiable_formula():  # (the CPU's positions)
+        gp = wrap(_along_np.take(g._data, ctx.flat), g.device)
+    else:
+        gp = getitem(g, ctx.key)
     if tuple(gp.shape) == tuple(ctx.src_shape):
         return gp
     if not ctx.src_shape and not ctx.part_key:
@@ -299,32 +317,38 @@ _ADD_AT_DTYPES = frozenset((dtypes.float32, dtypes.float64, dtypes.complex64,
                             dtypes.complex128))
 
 
-def _add_at(input: Tensor, part: Tensor, key: tuple, alpha) -> Tensor:  # noqa: A002
+def _add_at(input: Tensor, part: Tensor, key: tuple, alpha, flat=None) -> Tensor:  # noqa: A002
     """input + zeros with alpha * part added at ``key`` (repeats add up): scatter_add's and
     index_add's forward. float32/64 and complex: the backend arrays' add, mul and index_add
-    (the Tensor ops' own steps, without their calls); halves in float32 rounded once."""
+    (the Tensor ops' own steps, without their calls; on the CPU with the key's ``flat``
+    positions: _numpy_along's add_at, the same sums); halves in float32 rounded once."""
     if input.dtype in _ADD_AT_DTYPES and part.dtype is input.dtype:
         be = backend_of(input)
         p = part._data if alpha == 1 else be.binary("mul", part._data,
                                                      input.dtype.np.type(alpha))
-        added = be.index_add(input.shape, input.dtype.np, key, p)
+        added = (be.index_add(input.shape, input.dtype.np, key, p) if flat is None else
+                 _along_np.add_at(input.shape, input.dtype.np, flat, p))
         return wrap(be.binary("add", input._data, added), input.device)
     (x, part), half = widen_halves(input, part)
     part = part if alpha == 1 else part * alpha
     return rounded_to(x + IndexAdd.apply(part, key, x.shape), half)
 
 
-def _written(input: Tensor, key: tuple, value) -> Tensor:  # noqa: A002
+def _written(input: Tensor, key: tuple, value, flat=None) -> Tensor:  # noqa: A002
     """A copy of input with ``value`` written at ``key``: a tensor of input's dtype, or a
     number into a float or complex input, on the backend arrays (IndexPut's steps, without
-    the indexed assignment's calls); anything else through that assignment (its casts)."""
+    the indexed assignment's calls; on the CPU with the key's ``flat`` positions:
+    _numpy_along's written, the same writes); anything else through that assignment (its
+    casts)."""
     dt = input.dtype
     if value.dtype is dt if isinstance(value, Tensor) else (
             dt.is_floating_point or dt.is_complex) and not isinstance(value, bool):
+        v = value._data if isinstance(value, Tensor) else dt.np.type(value)
+        if flat is not None:
+            return wrap(_along_np.written(input._data, flat, v), input.device)
         be = backend_of(input)
         out = be.clone(input._data)
-        be.index_put_(out, key, value._data if isinstance(value, Tensor) else
-                      dt.np.type(value))
+        be.index_put_(out, key, v)
         return wrap(out, input.device)
     out = input.clone()
     out[key] = value
@@ -332,6 +356,21 @@ def _written(input: Tensor, key: tuple, value) -> Tensor:  # noqa: A002
 
 
 _SCATTER_SAVED = {"_saved_dim": "dim", "_saved_index": "index"}
+
+
+def _keep_along(ctx, along: tuple) -> None:
+    """ctx.dim, ctx.index (the saved attributes) and ctx.flat from a scatter's ``along``:
+    (dim, index) or, on the CPU, (dim, index, the key's flat positions); flat None else."""
+    ctx.dim, ctx.index, *flat = along
+    ctx.flat = flat[0] if flat else None
+
+
+def _zeroed(ctx, g: Tensor) -> Tensor:
+    """g with zeros at the written positions (d input of a scatter): ScatterBackward1's node
+    again (differentiable), or on the CPU in a plain backward _numpy_along's written."""
+    if ctx.flat is not None and not differentiable_formula():
+        return wrap(_along_np.written(g._data, ctx.flat, g.dtype.np.type(0)), g.device)
+    return _ScatterValue.apply(g, 0, ctx.key, (ctx.dim, ctx.index, ctx.flat))
 
 
 class _ScatterAdd(Function):
@@ -347,9 +386,9 @@ class _ScatterAdd(Function):
 
     @staticmethod
     def forward(ctx, input, src, key, part_key, along):  # noqa: A002
-        ctx.dim, ctx.index = along
+        _keep_along(ctx, along)
         ctx.key, ctx.part_key, ctx.src_shape = key, part_key, src.shape
-        return _add_at(input, _part(src, part_key), key, 1)
+        return _add_at(input, _part(src, part_key), key, 1, ctx.flat)
 
     @staticmethod
     def backward(ctx, g):
@@ -372,14 +411,14 @@ class _Scatter(Function):
 
     @staticmethod
     def forward(ctx, input, src, key, part_key, along):  # noqa: A002
-        ctx.dim, ctx.index = along
+        _keep_along(ctx, along)
         ctx.key, ctx.part_key, ctx.src_shape = key, part_key, src.shape
-        return _written(input, key, _part(src, part_key))
+        return _written(input, key, _part(src, part_key), ctx.flat)
 
     @staticmethod
     def backward(ctx, g):
         need_in, need_src = ctx.needs_input_grad[:2]
-        gi = _ScatterValue.apply(g, 0, ctx.key, (ctx.dim, ctx.index)) if need_in else None
+        gi = _zeroed(ctx, g) if need_in else None
         return gi, (_src_grad(ctx, g) if need_src else None), None, None, None
 
 
@@ -395,13 +434,13 @@ class _ScatterValue(Function):
 
     @staticmethod
     def forward(ctx, input, value, key, along):  # noqa: A002
-        ctx.dim, ctx.index = along
+        _keep_along(ctx, along)
         ctx.key = key
-        return _written(input, key, value)
+        return _written(input, key, value, ctx.flat)
 
     @staticmethod
     def backward(ctx, g):
-        return _ScatterValue.apply(g, 0, ctx.key, (ctx.dim, ctx.index)), None, None, None
+        return _zeroed(ctx, g), None, None, None
 
 
 class _IndexAdd(Function):
@@ -455,10 +494,18 @@ class _Put(Function):
 
     @staticmethod
     def forward(ctx, input, source, key, accumulate, along):  # noqa: A002
-        # along: (index,), kept for the saved attribute (a tensor argument would be an edge)
-        (ctx.index,) = along
+        # along: (index,), kept for the saved attribute (a tensor argument would be an edge);
+        # on the CPU (index, its positions in [0, numel): _numpy_along's flat positions)
+        ctx.index, *pos = along
+        ctx.flat = pos[0] if pos else None
         ctx.key, ctx.accumulate = key, accumulate
         ctx.shape, ctx.src_shape = input.shape, source.shape
+        if ctx.flat is not None:  # the flattened arrays (no reshape nodes: grad mode is off)
+            flat = wrap(input._data.reshape(-1), input.device)
+            part = wrap(source._data.reshape(-1), source.device)
+            out = _add_at(flat, part, key, 1, ctx.flat) if accumulate else \
+                _written(flat, key, part, ctx.flat)
+            return wrap(out._data.reshape(input.shape), input.device)
         flat, part = input.reshape(-1), source.reshape(-1)
         out = _add_at(flat, part, key, 1) if accumulate else _written(flat, key, part)
         return fresh(out.reshape(input.shape))  # (out is new: not a view, as PyTorch's)
@@ -466,6 +513,15 @@ class _Put(Function):
     @staticmethod
     def backward(ctx, g):
         need_in, need_src = ctx.needs_input_grad[:2]
+        if ctx.flat is not None and not differentiable_formula():  # the CPU's positions
+            gi = gs = None
+            if need_in:
+                gi = g if ctx.accumulate else wrap(_along_np.written(
+                    g._data.reshape(-1), ctx.flat, g.dtype.np.type(0)).reshape(ctx.shape),
+                    g.device)
+            if need_src:
+                gs = wrap(_along_np.take(g._data, ctx.flat).reshape(ctx.src_shape), g.device)
+            return gi, gs, None, None, None
         flat = g.reshape(-1)
         gi = gs = None
         if need_in:
@@ -491,8 +547,8 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor: 
     if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
         return fresh(scatter_add(input.reshape(1), dim, index.reshape(-1),
                                  src.reshape(-1)).reshape(()))
-    key, part_key = _scatter_key("scatter_add", input, dim, index, src)
-    along = (_wrap_dim(dim, input.ndim, "scatter_add"), index)
+    key, part_key, flat = _scatter_key("scatter_add", input, dim, index, src, True)
+    along = (_wrap_dim(dim, input.ndim, "scatter_add"), index, flat)
     return _ScatterAdd.apply(input, src, key, part_key, along)  # (ScatterAddBackward0)
 
 
@@ -521,8 +577,8 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,  # 
     if input.ndim == 0:  # a 0-d input is a 1-element vector here, as in PyTorch
         flat = src.reshape(-1) if isinstance(src, Tensor) else src
         return fresh(scatter(input.reshape(1), dim, index.reshape(-1), flat).reshape(()))
-    key, part_key = _scatter_key("scatter", input, dim, index, src)
-    along = (_wrap_dim(dim, input.ndim, "scatter"), index)
+    key, part_key, flat = _scatter_key("scatter", input, dim, index, src, True)
+    along = (_wrap_dim(dim, input.ndim, "scatter"), index, flat)
     if isinstance(src, Tensor):  # (one ScatterBackward0 node; a number: ScatterBackward1)
         return _Scatter.apply(input, src, key, part_key, along)
     return _ScatterValue.apply(input, src, key, along)

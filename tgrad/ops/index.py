@@ -9,7 +9,8 @@ import warnings
 import numpy as np
 
 from tgrad import dtypes
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import Function, differentiable_formula
+from tgrad.backends import _numpy_along as _along_np
 from tgrad.cuda.array import DeviceArray
 from tgrad.cuda.index_errors import DeviceIndexError
 from tgrad.ops._common import backend_of, make_view, register_op, tensor_method, view_apply, wrap
@@ -448,11 +449,21 @@ class AlongDim(AdvancedIndex):
         # along: (dim, index tensor, the gather's options: on cuda the kernel's range check),
         # dim and index kept for the saved attributes (no argument that is a tensor: the
         # node's only edge is x's, PyTorch's)
-        ctx.dim, ctx.index, options = along
+        # (on the CPU a 4th item: the key's flat positions, tgrad/backends/_numpy_along.py,
+        # read by np.take here and summed into by np.add.at in a plain backward)
+        ctx.dim, ctx.index, options, *flat = along
+        ctx.flat = flat[0] if flat else None
+        if ctx.flat is not None:
+            ctx.shape, ctx.key = x.shape, key
+            return wrap(_along_np.take(x._data, ctx.flat), x.device)
         return wrap(_index_fwd(ctx, x, key, "gather", **options), x.device)
 
     @staticmethod
     def backward(ctx, g):
+        if ctx.flat is not None and not differentiable_formula():
+            # dx = zeros with g added at the positions (IndexAdd's sums, without its node)
+            return wrap(_along_np.add_at(ctx.shape, g.dtype.np, ctx.flat, g._data),
+                        g.device), None, None
         return IndexAdd.apply(g, ctx.key, ctx.shape), None, None
 
 

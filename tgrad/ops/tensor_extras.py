@@ -26,6 +26,7 @@ from tgrad import dtypes
 from tgrad._strides import contiguous_strides
 from tgrad.autograd.function import Function
 from tgrad.autograd.grad_mode import STATE
+from tgrad.backends import _numpy_along as _along_np
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import require_tensor, sizes_keyword, tensor_method
 from tgrad.ops.creation import arange, full, full_like, zeros_like
@@ -82,7 +83,8 @@ def _flat_index(op: str, t: Tensor, index: Tensor, source: Tensor) -> Tensor:
     n = t.numel()
     if index.numel() and not checked_on_device(f"{op}():", index, n, 0, (n,),
                                                negatives=True):
-        lo, hi = int(index.min()), int(index.max())
+        a = index._data if index.device.type == "cpu" else index  # (the array: no nodes)
+        lo, hi = int(a.min()), int(a.max())
         if lo < -n or hi >= n:
             raise IndexError(f"{op}(): index {lo if lo < -n else hi} out of range for tensor "
                              f"of size {list(t.shape)}")
@@ -108,7 +110,10 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
     require_tensor("put", input)
     idx = _flat_index("put_", input, index, source)  # (PyTorch's texts: put runs put_)
     key, _ = normalize_key((idx,), input.device)  # (one PutBackward0 node)
-    return _Put.apply(input, source, key, bool(accumulate), (index,))
+    along = (index,)
+    if input.device.type == "cpu":  # the positions in [0, numel) (tgrad/backends/_numpy_along)
+        along = (index, _along_np.wrapped(key[0], input.numel()))
+    return _Put.apply(input, source, key, bool(accumulate), along)
 
 
 @tensor_method("fill_diagonal_")
