@@ -42,7 +42,7 @@ from tgrad.ops._common import broadcast_or_raise, fresh, wrap
 from tgrad.ops.creation import arange
 from tgrad.ops.creation import full as _full
 from tgrad.ops.distances import pairwise_distance
-from tgrad.ops.elementwise import clamp, log, minimum, sigmoid, where
+from tgrad.ops.elementwise import clamp, log, minimum, node_variant, sigmoid, where
 from tgrad.ops.gathering import gather
 from tgrad.ops.scan import cumsum
 from tgrad.tensor import Size, Tensor
@@ -370,20 +370,9 @@ def _cos_emb_grads(g: Tensor, x1: Tensor, x2: Tensor, y: Tensor, margin: float,
     return dx1, dx2
 
 
-class _CosineEmbeddingNone(_CosineEmbedding):
-    node_name = "AddBackward0"
-
-
-class _CosineEmbeddingMean(_CosineEmbedding):
-    node_name = "MeanBackward0"
-
-
-class _CosineEmbeddingSum(_CosineEmbedding):
-    node_name = "SumBackward0"
-
-
-_COS_EMB_NODES = {"none": _CosineEmbeddingNone, "mean": _CosineEmbeddingMean,
-                  "sum": _CosineEmbeddingSum}
+_COS_EMB_NODES = {"none": node_variant(_CosineEmbedding, "AddBackward0"),
+                  "mean": node_variant(_CosineEmbedding, "MeanBackward0"),
+                  "sum": node_variant(_CosineEmbedding, "SumBackward0")}
 
 
 def _margin_input_check(op: str, input: Tensor) -> None:  # noqa: A002
@@ -717,19 +706,9 @@ def _poisson_grads(g: Tensor, x: Tensor, t: Tensor, log_input: bool, eps: float,
     return dx, dt
 
 
-class _PoissonNLLNone(_PoissonNLL):
-    node_name = "SubBackward0"
-
-
-class _PoissonNLLMean(_PoissonNLL):
-    node_name = "MeanBackward0"
-
-
-class _PoissonNLLSum(_PoissonNLL):
-    node_name = "SumBackward0"
-
-
-_POISSON_NODES = {"none": _PoissonNLLNone, "mean": _PoissonNLLMean, "sum": _PoissonNLLSum}
+_POISSON_NODES = {"none": node_variant(_PoissonNLL, "SubBackward0"),
+                  "mean": node_variant(_PoissonNLL, "MeanBackward0"),
+                  "sum": node_variant(_PoissonNLL, "SumBackward0")}
 
 
 @autocast_policy("fp32", cpu=None)
@@ -838,22 +817,9 @@ def _gnll_grads(g: Tensor, x: Tensor, t: Tensor, v: Tensor, eps: float, reductio
     return (dx if need_x else None), (-dx if need_t else None), dv
 
 
-class _GaussianNLLMul(_GaussianNLL):
-    node_name = "MulBackward0"
-
-
-class _GaussianNLLAdd(_GaussianNLL):
-    node_name = "AddBackward0"
-
-
-class _GaussianNLLMean(_GaussianNLL):
-    node_name = "MeanBackward0"
-
-
-class _GaussianNLLSum(_GaussianNLL):
-    node_name = "SumBackward0"
-
-
-_GNLL_NODES = {("none", False): _GaussianNLLMul, ("none", True): _GaussianNLLAdd,
-               ("mean", False): _GaussianNLLMean, ("mean", True): _GaussianNLLMean,
-               ("sum", False): _GaussianNLLSum, ("sum", True): _GaussianNLLSum}
+_GNLL_MEAN = node_variant(_GaussianNLL, "MeanBackward0")
+_GNLL_SUM = node_variant(_GaussianNLL, "SumBackward0")
+_GNLL_NODES = {("none", False): node_variant(_GaussianNLL, "MulBackward0"),
+               ("none", True): node_variant(_GaussianNLL, "AddBackward0"),
+               ("mean", False): _GNLL_MEAN, ("mean", True): _GNLL_MEAN,
+               ("sum", False): _GNLL_SUM, ("sum", True): _GNLL_SUM}
