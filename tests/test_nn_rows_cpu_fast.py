@@ -322,7 +322,9 @@ def test_where_all_false_mask_grad():
     assert np.array_equal(y.detach().numpy(), x.detach().numpy())
     y.mul(2.0).sum().backward()
     assert (x.grad.numpy() == 2.0).all()
-    assert gradcheck(lambda x: tgrad.where(empty, 0.0, x), (x,))
+    # gradcheck on the same pattern at (2, 3, 4, 5) (12,000 inputs took 17 s of the suite)
+    small = tgrad.tensor(rng.standard_normal((2, 3, 4, 5)), requires_grad=True)
+    assert gradcheck(lambda x: tgrad.where(empty[:, :, :4], 0.0, x), (small,))
 
 
 # ---------------------------------------------------------------- cross_entropy backward
