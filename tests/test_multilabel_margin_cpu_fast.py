@@ -32,19 +32,25 @@ def _run(x, t, red, g, fast: bool, monkeypatch, counts: bool = False) -> tuple:
     return y.detach().numpy().tobytes(), xt.grad.numpy().tobytes(), name
 
 
+def _trial_inputs(rng, trial: int, n: int, c: int, dt) -> tuple:
+    """(x (n, c) of dt, t (n, c) labels with -1 ends) for one trial: hinge ties at exactly
+    0 and +-0 every third trial, inf / NaN inputs at trial % 7 == 5."""
+    x = rng.standard_normal((n, c)).astype(dt)
+    if trial % 3 == 0:  # hinge ties at exactly 0, +-0
+        x = rng.integers(-2, 3, (n, c)).astype(dt)
+        x.reshape(-1)[::4] = -0.0
+    if trial % 7 == 5:
+        x.reshape(-1)[::9] = np.inf
+        x.reshape(-1)[1::11] = np.nan
+    return x, np.where(rng.random((n, c)) < 0.7, rng.integers(0, c, (n, c)), -1)
+
+
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 def test_multilabel_margin_fast_path_is_bit_identical_to_the_composite(monkeypatch, dt):
     rng = np.random.default_rng(2)
     for trial in range(24):
         n, c = int(rng.integers(1, 20)), int(rng.integers(1, 20))
-        x = rng.standard_normal((n, c)).astype(dt)
-        if trial % 3 == 0:  # hinge ties at exactly 0, +-0
-            x = rng.integers(-2, 3, (n, c)).astype(dt)
-            x.reshape(-1)[::4] = -0.0
-        if trial % 7 == 5:
-            x.reshape(-1)[::9] = np.inf
-            x.reshape(-1)[1::11] = np.nan
-        t = np.where(rng.random((n, c)) < 0.7, rng.integers(0, c, (n, c)), -1)
+        x, t = _trial_inputs(rng, trial, n, c, dt)
         one_d = trial % 5 == 4
         if one_d:
             x, t = x[0], t[0]
@@ -127,14 +133,7 @@ def test_multilabel_margin_counts_backward_is_gl_times_exact_counts(dt):
     rng = np.random.default_rng(11)
     for trial in range(30):
         n, c = int(rng.integers(1, 13)), int(rng.integers(1, 37))
-        x = rng.standard_normal((n, c)).astype(dt)
-        if trial % 3 == 0:  # hinge ties at exactly 0, +-0
-            x = rng.integers(-2, 3, (n, c)).astype(dt)
-            x.reshape(-1)[::4] = -0.0
-        if trial % 7 == 5:
-            x.reshape(-1)[::9] = np.inf
-            x.reshape(-1)[1::11] = np.nan
-        t = np.where(rng.random((n, c)) < 0.7, rng.integers(0, c, (n, c)), -1)
+        x, t = _trial_inputs(rng, trial, n, c, dt)
         g = rng.standard_normal(n).astype(dt)
         g[::3] = -0.0
         xt = tgrad.tensor(x, requires_grad=True)

@@ -381,6 +381,21 @@ def _per_tap_col2im(dcols: np.ndarray, sizes: tuple, kernel: tuple, dilation: tu
                                           zip(sizes, pads))]
 
 
+def _unit_stride_out(sizes: tuple, pads: tuple, dil: tuple, kernel: tuple) -> tuple:
+    """Output sizes of a unit-stride conv: s + lo + hi - d (k - 1) per dim."""
+    return tuple(s + lo + hi - d * (k - 1) for s, (lo, hi), d, k in
+                 zip(sizes, pads, dil, kernel))
+
+
+def _random_dcols(rng, lead: tuple, kernel: tuple, out: tuple) -> np.ndarray:
+    """Column gradients (lead..., kernel..., out...) of float32 or float64 (half the
+    time each), a tenth of them -0.0."""
+    dt = np.float32 if rng.random() < 0.5 else np.float64
+    dcols = rng.standard_normal(lead + kernel + out).astype(dt)
+    dcols[rng.random(dcols.shape) < 0.1] = -0.0
+    return dcols
+
+
 @pytest.mark.parametrize("wide_bytes", [1, 1 << 12, 1 << 40])
 def test_col2im_in_3d_blocks_is_the_per_tap_adds(monkeypatch, wide_bytes):
     # 3-d col2im through wide_col2im in blocks of planes (one plane, a few, all of them):
@@ -395,13 +410,11 @@ def test_col2im_in_3d_blocks_is_the_per_tap_adds(monkeypatch, wide_bytes):
             continue
         dil = tuple(int(v) for v in rng.integers(1, 3, 3))
         pads = tuple(tuple(int(v) for v in rng.integers(0, 3, 2)) for _ in range(3))
-        out = tuple(s + lo + hi - d * (k - 1) for s, (lo, hi), d, k in
-                    zip(sizes, pads, dil, kernel))
+        out = _unit_stride_out(sizes, pads, dil, kernel)
         if min(out) < 1:
             continue
-        dt = np.float32 if rng.random() < 0.5 else np.float64
-        dcols = rng.standard_normal((n, c) + kernel + out).astype(dt)
-        dcols[rng.random(dcols.shape) < 0.1] = -0.0
+        dcols = _random_dcols(rng, (n, c), kernel, out)
+        dt = dcols.dtype.type
         dcols[rng.random(dcols.shape) < 0.02] = np.inf
         dcols[rng.random(dcols.shape) < 0.02] = np.nan
         dx = np.empty((n, c) + sizes, dt)
@@ -482,13 +495,11 @@ def test_rows_col2im_is_the_per_tap_adds():
         pl = int(rng.integers(0, dil[-1] * (kernel[-1] - 1) + 1))
         pads = tuple(tuple(int(v) for v in rng.integers(0, 3, 2)) for _ in range(nd - 1)) + (
             (pl, dil[-1] * (kernel[-1] - 1) - pl),)
-        out = tuple(s + lo + hi - d * (k - 1) for s, (lo, hi), d, k in
-                    zip(sizes, pads, dil, kernel))
+        out = _unit_stride_out(sizes, pads, dil, kernel)
         if min(out) < 1:
             continue
-        dt = np.float32 if rng.random() < 0.5 else np.float64
-        dcols = rng.standard_normal((n, c) + kernel + out).astype(dt)
-        dcols[rng.random(dcols.shape) < 0.1] = -0.0
+        dcols = _random_dcols(rng, (n, c), kernel, out)
+        dt = dcols.dtype.type
         g, w = np.ones((1, 1) + out, dt), np.ones(2, dt)
         assert _numpy_conv.rows_col2im_applies(sizes, kernel, (1,) * nd, pads, out, g, w)
         want = _per_tap_col2im(dcols, sizes, kernel, dil, pads)

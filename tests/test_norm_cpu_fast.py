@@ -35,15 +35,20 @@ def _values(shape: tuple, dt, seed: int, specials: bool) -> np.ndarray:
     return a
 
 
+def _leaf(xn: np.ndarray, layout: str, requires_grad: bool) -> tgrad.Tensor:
+    """xn as a leaf: C-contiguous (layout "c", or under 2 dims) or the all-dims-reversed
+    view of its transposed copy (non-contiguous)."""
+    if layout == "c" or xn.ndim < 2:
+        return tgrad.tensor(xn, requires_grad=requires_grad)
+    x = tgrad.tensor(np.ascontiguousarray(xn.T)).permute(*range(xn.ndim - 1, -1, -1))
+    return x.detach().requires_grad_(requires_grad)
+
+
 def _grad(fn, xn: np.ndarray, g_seed: int, layout: str, fast: bool, monkeypatch):
     """(y, dx, node name) with the NumPy path on or off."""
     if not fast:  # the composition
         monkeypatch.setattr(_numpy_norms, "fast_dtype", lambda dt: False)
-    if layout == "c" or xn.ndim < 2:
-        x = tgrad.tensor(xn, requires_grad=True)
-    else:
-        x = tgrad.tensor(np.ascontiguousarray(xn.T)).permute(*range(xn.ndim - 1, -1, -1))
-        x = x.detach().requires_grad_(True)
+    x = _leaf(xn, layout, True)
     y = fn(x)
     g = np.random.default_rng(g_seed).standard_normal(y.shape).astype(xn.dtype)
     y.backward(tgrad.tensor(g))
@@ -127,11 +132,7 @@ def _rms(fast: bool, monkeypatch, xn, wn, ns, gn, need_x=True, need_w=True, layo
     """(y, node name, the leaves' gradients) of F.rms_norm with the NumPy path on or off."""
     if not fast:  # the composition
         monkeypatch.setattr(_numpy_norms, "fast_dtype", lambda dt: False)
-    if layout == "c" or xn.ndim < 2:
-        x = tgrad.tensor(xn, requires_grad=need_x)
-    else:
-        x = tgrad.tensor(np.ascontiguousarray(xn.T)).permute(*range(xn.ndim - 1, -1, -1))
-        x = x.detach().requires_grad_(need_x)
+    x = _leaf(xn, layout, need_x)
     w = None if wn is None else tgrad.tensor(wn, requires_grad=need_w)
     y = tgrad.nn.functional.rms_norm(x, ns, w)
     y.backward(tgrad.tensor(gn))
