@@ -16,6 +16,7 @@ import pytest
 
 import tgrad
 from tgrad.autograd import gradcheck, gradgradcheck
+from tgrad.ops import special as special_ops
 
 F64 = tgrad.float64
 EULER = 0.5772156649015329
@@ -202,6 +203,34 @@ def test_polygamma_large_orders_vs_decimal_reference():
                 assert got == ref, (n, x, got, ref)
             else:  # each term's x + k rounds once: up to (n + 1) ulp of the sum
                 assert abs(got - ref) <= 2 * (n + 1) * 2.0 ** -53 * abs(ref), (n, x, got, ref)
+
+
+def test_polygamma_largest_order_and_past_it():
+    # n <= 1000 (special.POLYGAMMA_MAX_N): psi^(1000)(x) is finite only for x near n/e
+    # (there to (n + 1) ulp), inf below, 0 above; larger n raise (they had run n steps of
+    # the recurrence and ~n^3 big-int steps for the reflection's polynomial: 217 s at 10^4)
+    xs = [300.0, 367.9, 420.0, 2.5, 1e4, -2.5]
+    for x, got in zip(xs, _poly(1000, xs)):
+        ref = _decimal_polygamma(1000, x)
+        if math.isinf(ref) or ref == 0.0:
+            assert got == ref, (x, got, ref)
+        else:
+            assert abs(got - ref) <= 2 * 1001 * 2.0 ** -53 * abs(ref), (x, got, ref)
+    x = tgrad.tensor([367.9], dtype=F64, requires_grad=True)
+    (g,) = tgrad.autograd.grad(tgrad.polygamma(1000, x), x)  # psi^(1001), past the limit
+    ref = _decimal_polygamma(1001, 367.9)
+    assert abs(g.item() - ref) <= 2 * 1002 * 2.0 ** -53 * abs(ref)
+    with pytest.raises(RuntimeError, match=r"polygamma: n = 1001 is past the largest order "
+                                           r"supported, 1000"):
+        tgrad.polygamma(1001, x)
+    with pytest.raises(ValueError, match=r"polygamma\(\): argument 'n' \(position 1\) is "
+                                         r"10+, outside the int64 range"):
+        tgrad.polygamma(10 ** 30, x)
+    # the reflection's polynomial P_n: built up to n = 163, past float range from 164 on
+    assert special_ops.polygamma_reflection_terms(163) is not None
+    with pytest.raises(OverflowError):
+        float(max(map(abs, special_ops._cot_derivative(164))))
+    assert special_ops.polygamma_reflection_terms(164) is None
 
 
 def test_polygamma_large_orders_at_negative_half_integers():

@@ -930,11 +930,17 @@ def _int_arg(op: str, name: str, value, position: int | None = None,
             index = operator.index(value)
         except TypeError:
             index = None
-    if index is None:
+    if index is None or not -_INT64_BOUND <= index < _INT64_BOUND:
         where = f" (position {position})" if position else ""
+        if index is not None:  # PyTorch's ValueError (int64 arguments)
+            raise ValueError(f"{op}(): argument '{name}'{where} is {index}, outside the int64 "
+                             f"range: Overflow when unpacking long long")
         raise TypeError(f"{op}(): argument '{name}'{where} must be int, not "
                         f"{type(value).__name__}") from None
     return index
+
+
+_INT64_BOUND = 1 << 63
 
 
 def register_hook_checked(t: Tensor, hook, register):

@@ -277,6 +277,12 @@ def _polygamma_pos(n: int, x: Tensor) -> Tensor:
     return _times_pow2((acc + tail) * mantissa, float(exponent) - e * float(n + 1))
 
 
+# The largest n polygamma takes: every x where psi^(n)(x) is finite gets it to ~1e-16 up to
+# n ~ 1200 (against mpmath; n = 1500 already gives 0 for values ~1e144), and the cost grows
+# as n (the recurrence up to z >= 10 + n). Its backward (n + 1) is computed.
+POLYGAMMA_MAX_N = 1000
+
+
 def polygamma_scaled_from(n: int) -> float:
     """The x past which psi^(n)'s sum (n >= 1) is scaled: where the terms, down to
     max(x, 10 + n)^-(n+1), would pass below 2^-1000 (0.0: every x). Below it the scaled
@@ -309,10 +315,17 @@ def polygamma_zeta_terms(n: int) -> tuple[list, float, int]:
     return coefs, (-1) ** (n + 1) * float(Fraction(fact, 1 << exponent)), exponent
 
 
+# From n = 164 on a coefficient of P_n passes float range (and they only grow with n);
+# _cot_derivative costs ~n^3 big-int steps (14 s at n = 4000), so it is not computed there.
+REFLECTION_TERMS_MAX_N = 163
+
+
 def polygamma_reflection_terms(n: int) -> tuple[list, float] | None:
     """P_n's coefficients (_cot_derivative) and pi^(n+1) as floats, or None where one of
-    them passes float range (n >= 170: then |psi^(n)(x)| > max for every x < 0 but the
-    half-integers' cancellation, see _reflection_past_range)."""
+    them passes float range (n > REFLECTION_TERMS_MAX_N: then |psi^(n)(x)| > max for every
+    x < 0 but the half-integers' cancellation, see _reflection_past_range)."""
+    if n > REFLECTION_TERMS_MAX_N:
+        return None
     try:
         return [float(c) for c in _cot_derivative(n)], math.pi ** (n + 1)
     except OverflowError:
@@ -441,11 +454,16 @@ def digamma(input: Tensor) -> Tensor:  # noqa: A002
 def polygamma(n: int, input: Tensor) -> Tensor:  # noqa: A002
     """psi^(n)(x), the n-th derivative of digamma (n = 0: digamma), elementwise (any
     shape). For n >= 1: (-1)^(n+1) inf at the poles 0, -1, ..., 0 at +inf, NaN at -inf;
-    finite wherever the value is (n! and x^-(n+1) are scaled, n <= 1000).
-    dx = polygamma(n + 1, x)."""
+    finite wherever the value is (n! and x^-(n+1) are scaled). n <= POLYGAMMA_MAX_N (larger
+    n raise; PyTorch gives NaN from n ~ 170). dx = polygamma(n + 1, x)."""
     n = _int_arg("polygamma", "n", n, 1, allow_bool=False)  # (int('a') leaked ValueError)
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
+    if n > POLYGAMMA_MAX_N:
+        raise RuntimeError(
+            f"polygamma: n = {n} is past the largest order supported, {POLYGAMMA_MAX_N} (there "
+            f"psi^(n)(x) is finite only for x near n/e, and the scaling of n! used here no "
+            f"longer reaches it); use n <= {POLYGAMMA_MAX_N}")
     return apply_float_unary(Polygamma, "polygamma", input, int(n))
 
 
