@@ -27,6 +27,61 @@ def test_nan_aware_sums_and_nan_to_num():
     assert y.tolist() == [0.0, big, -big, 2.0]
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,dim", [((37, 19), 1), ((4, 6, 3), (0, 2)), ((0, 3), 1),
+                                       ((3, 0), 1), ((), None)])
+def test_nansum_cpu_path_matches_composition(dt, shape, dim):
+    """The CPU NaN-to-zero copy (tgrad.backends._numpy_nan): the composition
+    where(~isnan(x), x, 0).sum()'s bits and layout (a transposed input too), with and
+    without NaN / inf / -0.0; dx = g where x is not NaN, else 0."""
+    rng = np.random.default_rng(7)
+    for special in (False, True):
+        a = rng.standard_normal(shape).astype(dt)
+        if special and a.size:
+            flat = a.reshape(-1)
+            for v in (np.nan, np.inf, -np.inf, -0.0):
+                flat[rng.integers(0, flat.size, max(1, flat.size // 8))] = v
+        for x in ([tgrad.tensor(a)] + ([tgrad.tensor(a.T.copy()).T] if a.ndim == 2 else [])):
+            want = tgrad.where(~tgrad.isnan(x), x, 0.0).sum(dim)
+            x.requires_grad_(True)
+            got = tgrad.nansum(x, dim)
+            assert got.stride() == want.stride()
+            np.testing.assert_array_equal(got.detach().numpy(), want.numpy())
+            g = rng.standard_normal(got.shape).astype(dt)
+            got.backward(tgrad.tensor(g))
+            gb = np.broadcast_to(g if dim is None else np.expand_dims(g, dim), shape)
+            np.testing.assert_array_equal(x.grad.numpy(), np.where(np.isnan(a), 0, gb))
+
+
+def test_nansum_gradcheck_forward_ad_and_create_graph():
+    """With and without NaN: gradcheck / gradgradcheck in float64, forward AD's tangent
+    (0 at the NaNs) and a double backward through the CPU path."""
+    from tgrad.autograd import forward_ad as fwad
+    from tgrad.autograd import gradcheck, gradgradcheck
+    rng = np.random.default_rng(8)
+    for a in (rng.standard_normal((3, 4)), np.array([[1.0, np.nan, 2.0], [np.nan, 3.0, 4.0]])):
+        x = tgrad.tensor(a, requires_grad=True)
+
+        def f(x):
+            return tgrad.nansum(x, 1) * tgrad.nansum(x)
+        assert gradcheck(f, (x,)) and gradgradcheck(f, (x,))
+        t = rng.standard_normal(a.shape)
+        with fwad.dual_level():
+            out = tgrad.nansum(fwad.make_dual(tgrad.tensor(a), tgrad.tensor(t)), 1)
+            tangent = fwad.unpack_dual(out).tangent.numpy()
+        np.testing.assert_allclose(tangent, np.where(np.isnan(a), 0, t).sum(1), rtol=1e-12)
+        grads = []
+        for fn in (lambda x: tgrad.nansum(x * x, 1),  # against the composition
+                   lambda x: tgrad.where(~tgrad.isnan(x), x * x, 0.0).sum(1)):
+            x = tgrad.tensor(a, requires_grad=True)
+            (g,) = tgrad.autograd.grad(fn(x).sum(), x, create_graph=True)
+            assert g.requires_grad
+            (g * g).sum().backward()
+            grads.append((g.detach().numpy(), x.grad.numpy()))
+        for got, want in zip(grads[0], grads[1]):
+            np.testing.assert_array_equal(got, want)
+
+
 def test_xlogy_and_logit_edges():
     assert tgrad.xlogy(_t([0.0, 0.0, 2.0]), _t([0.0, np.inf, np.e])).tolist() == [0.0, 0.0, 2.0]
     assert math.isnan(tgrad.xlogy(_t([0.0]), _t([np.nan])).item())  # NaN y wins, as PyTorch
