@@ -1489,10 +1489,11 @@ def norm(x: np.ndarray, p: float, axes, keepdim: bool) -> np.ndarray:
     """Vector p-norm over ``axes``: (sum |x|^p)^(1/p); p=inf/-inf: max/min |x|; p=0: count
     of non-zeros; p=2 as sqrt(sum x^2)."""
     dt = x.dtype
-    a = np.abs(_up(x))
+    a = np.abs(_up(x))  # a fresh array (0-d: a NumPy scalar)
     with quiet():
-        if p == 2:
-            out = np.sqrt(_float_sum(a * a, axes, keepdim))
+        if p == 2:  # |x|^2 squared in a's own buffer (the same products as a * a)
+            sq = np.multiply(a, a, out=a) if type(a) is np.ndarray else a * a
+            out = np.sqrt(_float_sum(sq, axes, keepdim))
         elif p == 1:
             out = _float_sum(a, axes, keepdim)
         elif p == math.inf:
