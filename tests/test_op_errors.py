@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import tgrad
+import tgrad.nn.functional as F
 
 BINARY = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le",
           "gt", "ge", "logical_and", "logical_or", "floor_divide", "remainder", "fmod", "atan2"]
@@ -509,6 +510,29 @@ def test_non_tensor_input_is_pytorchs_type_error(entry, bad):
         with pytest.raises(TypeError, match=rf"^{name}\(\): argument '{entry[2]}' \(position "
                                             rf"2\) must be Tensor, not float"):
             fn(x, 2.5, *args[1:])
+
+
+def test_more_non_tensor_inputs_are_type_errors():
+    # found by calling every public function with a str: each read an attribute of it
+    # ("'str' object has no attribute 'dtype'") instead of PyTorch's TypeError
+    x, t = _x(2, 3), tgrad.tensor([0, 2])
+    for fn, name, rest in ((tgrad.bernoulli, "bernoulli", ()), (tgrad.bincount, "bincount", ()),
+                           (tgrad.is_nonzero, "is_nonzero", ()),
+                           (tgrad.multinomial, "multinomial", (2,)),
+                           (tgrad.index_put, "index_put", ((t,), _x(2, 3))),
+                           (F.cross_entropy, "cross_entropy", (t,)),
+                           (F.soft_margin_loss, "soft_margin_loss", (x,))):
+        with pytest.raises(TypeError, match=rf"^{name}\(\): argument 'input'( \(position 1\))? "
+                                            rf"must be Tensor, not str"):
+            fn("x", *rest)
+    for fn in (F.triplet_margin_loss, F.triplet_margin_with_distance_loss):
+        assert fn(x, x, x) is not None
+        for pos, name in ((2, "positive"), (3, "negative")):
+            args = [x, x, x]
+            args[pos - 1] = "x"
+            with pytest.raises(TypeError, match=rf"^{fn.__name__}\(\): argument '{name}' "
+                                                rf"\(position {pos}\) must be Tensor, not str"):
+                fn(*args)
 
 
 @pytest.mark.parametrize("name", ["dot", "vdot", "outer"])

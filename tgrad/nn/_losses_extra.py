@@ -38,7 +38,7 @@ from tgrad.nn.functional import (
     _reduced,
     softplus,
 )
-from tgrad.ops._common import broadcast_or_raise, fresh, wrap
+from tgrad.ops._common import broadcast_or_raise, fresh, require_tensor, wrap
 from tgrad.ops.creation import arange
 from tgrad.ops.creation import full as _full
 from tgrad.ops.distances import pairwise_distance
@@ -134,6 +134,7 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None,  # noqa: 
                      reduce=None, reduction: str = "mean") -> Tensor:
     """log(1 + exp(-y x)) (as a stable softplus), reduced; target broadcasts to input's
     shape but may not enlarge it."""
+    _check_tensor("soft_margin_loss", input)
     if not input.dtype.is_complex:
         _check_float("soft_margin_loss", input)
     _check_tensor("soft_margin_loss", target, "target")
@@ -574,7 +575,11 @@ def _mlm_grad_counts(gl: np.ndarray, h: np.ndarray, cw: np.ndarray,
     return np.add(t1, t1.dtype.type(0), out=t1)
 
 
-def _triplet_dims(anchor: Tensor, positive: Tensor, negative: Tensor) -> None:
+def _triplet_dims(op: str, anchor: Tensor, positive: Tensor, negative: Tensor) -> None:
+    """PyTorch's checks: three tensors of one number of dims."""
+    for pos, (name, t) in enumerate((("anchor", anchor), ("positive", positive),
+                                     ("negative", negative)), 1):
+        require_tensor(op, t, name, pos)
     a, p, n = anchor.ndim, positive.ndim, negative.ndim
     if not (a == p and p == n):
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have "
@@ -594,9 +599,9 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
     _check_reduction(reduction)
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
-    _check_tensor("triplet_margin_loss", anchor, "anchor")  # integer: promoted by eps;
-    # complex: real distances (pairwise_distance's norm of the complex differences)
-    _triplet_dims(anchor, positive, negative)
+    # (integer inputs: promoted by eps; complex: real distances, pairwise_distance's norm of
+    # the complex differences)
+    _triplet_dims("triplet_margin_loss", anchor, positive, negative)
     dp = pairwise_distance(anchor, positive, p, eps)
     dn = pairwise_distance(anchor, negative, p, eps)
     if swap:
@@ -613,7 +618,7 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     _check_reduction(reduction)
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
-    _triplet_dims(anchor, positive, negative)
+    _triplet_dims("triplet_margin_with_distance_loss", anchor, positive, negative)
     d = pairwise_distance if distance_function is None else distance_function
     dp, dn = d(anchor, positive), d(anchor, negative)
     if swap:

@@ -274,6 +274,7 @@ Tensor.H = property(_matrix_h)
 @tensor_method("is_nonzero")
 def is_nonzero(input: Tensor) -> bool:  # noqa: A002
     """Whether the single element of ``input`` is nonzero (PyTorch's errors otherwise)."""
+    require_tensor("is_nonzero", input)
     if input.numel() == 0:
         raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
     if input.numel() > 1:

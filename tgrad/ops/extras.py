@@ -636,6 +636,7 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
 def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tensor:  # noqa: A002
     """A copy with values written (``accumulate``: added) at the advanced index ``indices``
     (a tuple of index tensors)."""
+    require_tensor("index_put", input)
     require_tensor("index_put", values, "values", 2)  # (PyTorch: no number)
     out = index_put_(input.clone(), indices, values, accumulate)
     out._storage.version = 0  # a new tensor, written before anyone saw it (PyTorch's 0)

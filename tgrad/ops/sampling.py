@@ -30,7 +30,7 @@ from tgrad import dtypes
 from tgrad.autograd.grad_mode import is_grad_enabled, no_grad
 from tgrad.generator import drawing_from
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import tensor_method
+from tgrad.ops._common import require_tensor, tensor_method
 from tgrad.ops.creation import (
     _FLOAT_DIGITS,
     check_random_bounds,
@@ -390,6 +390,7 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator=None,  # noqa:
     probability tensor that requires grad the result does too, its gradient to it 0
     (PyTorch's BernoulliBackward0). ``out=`` (not with ``p``, as PyTorch): any real or bool
     dtype, resized to input's shape without a warning (PyTorch's bernoulli_out)."""
+    require_tensor("bernoulli", input)
     if out is not None:
         if p is not None:
             raise TypeError("bernoulli(): out= is not supported together with p (PyTorch's "
@@ -506,6 +507,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,  
     """``num_samples`` category indices per row of non-negative weights ``input`` (1-d or
     2-d), int64. ``out=``: an int64 tensor (PyTorch's error otherwise), resized without a
     warning; input may require grad (the draw is not differentiable)."""
+    require_tensor("multinomial", input)
     if out is not None:
         from tgrad._out import check_out_tensor
         check_out_tensor("multinomial", out)

@@ -183,6 +183,7 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     """out[k] = the number of times k occurs in the 1-D non-negative integer ``input`` (the
     sum of ``weights`` there), of length max(max(input) + 1, minlength). Counts are int64;
     float32 weights give float32, other weights float64 (as PyTorch)."""
+    require_tensor("bincount", input)
     if input.dtype.is_floating_point or input.dtype is dtypes.bool_:
         raise NotImplementedError(f"\"bincount\" not implemented for {input.dtype.name} "
                                   f"tensors; it counts non-negative integers")
