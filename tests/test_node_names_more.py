@@ -134,6 +134,30 @@ def test_matmul_and_linear_fold_as_pytorchs(case, f, graph):
     assert _chain(f()) == graph
 
 
+def test_batched_matmul_without_a_graph_is_one_product():
+    # nothing to record (no_grad, or no operand requiring grad): one bmm over the broadcast
+    # batch, without PyTorch's views around it: the same bits as the recorded graph's
+    shapes = [((2, 3, 4), (2, 4, 5)), ((1, 3, 4), (1, 4, 5)), ((2, 2, 3, 4), (2, 2, 4, 5)),
+              ((4,), (2, 4, 3)), ((2, 3, 4), (4,)), ((2, 1, 3, 4), (1, 2, 4, 5)),
+              ((0, 3, 4), (0, 4, 2)), ((3, 17, 9), (3, 9, 33))]
+    for dt in (tgrad.float32, tgrad.float64):
+        for sa, sb in shapes:
+            a, b = _n(*sa), _n(*sb)
+            ta = tgrad.tensor(a, dtype=dt, requires_grad=True)
+            if b.ndim > 1:  # (a strided operand)
+                tb = tgrad.tensor(np.swapaxes(b, -1, -2).copy(), dtype=dt,
+                                  requires_grad=True).transpose(-1, -2)
+            else:
+                tb = tgrad.tensor(b, dtype=dt, requires_grad=True)
+            recorded = tgrad.matmul(ta, tb)
+            with tgrad.no_grad():
+                plain = tgrad.matmul(ta, tb)
+            for y in (plain, tgrad.matmul(ta.detach(), tb.detach())):
+                assert y.grad_fn is None and y._base is None and y.is_contiguous()
+                assert y.shape == recorded.shape and y.dtype is dt
+                assert y.numpy().tobytes() == recorded.detach().numpy().tobytes(), (sa, sb)
+
+
 def _np_sum_to(x: np.ndarray, shape: tuple) -> np.ndarray:
     """x summed over the dims that broadcasting added to ``shape`` (NumPy reference)."""
     x = x.sum(tuple(range(x.ndim - len(shape))))
