@@ -805,6 +805,32 @@ def test_mse_loss_values_and_warning():
         F.mse_loss(_t(a), _t(b))
 
 
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "smooth_l1_loss"])
+def test_pointwise_losses_promote_a_0d_operand_as_broadcast(name):
+    # PyTorch's losses broadcast input and target first, so a 0-d float64 input with a
+    # (n,) float32 target computes in float64 (a plain 0-d - (n,) subtraction is float32)
+    x, t = 0.1, np.array([0.3, -1.7, 2.9], dtype=np.float32)
+    d = x - t.astype(np.float64)
+    ref = {"mse_loss": d * d, "l1_loss": np.abs(d),
+           "smooth_l1_loss": np.where(np.abs(d) < 1, 0.5 * d * d, np.abs(d) - 0.5)}[name]
+    fn = getattr(F, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the target-size warning
+        for xt, tt in ((tgrad.tensor(x, dtype=D), tgrad.tensor(t)),
+                       (tgrad.tensor(t), tgrad.tensor(x, dtype=D))):
+            xt.requires_grad_()
+            out = fn(xt, tt, reduction="none")
+            assert out.dtype is D and out.shape == (3,)
+            np.testing.assert_allclose(np.abs(_np(out)), np.abs(ref), rtol=1e-14)
+            (g,) = grad(fn(xt, tt).sum(), xt)
+            assert g.dtype is xt.dtype and g.shape == xt.shape
+        # a 0-d int64 target with a (n,) int32 input: l1_loss's int64 (integers allowed)
+        if name == "l1_loss":
+            out = fn(tgrad.tensor([1, 5], dtype=tgrad.int32), tgrad.tensor(2), reduction="none")
+            assert out.dtype is tgrad.int64
+            np.testing.assert_array_equal(_np(out), [1, 3])
+
+
 # ---------------------------------------------------------------------- dropout
 def test_dropout_mask_scale_grad_and_seed():
     x = tgrad.ones(200_000, dtype=D, requires_grad=True)

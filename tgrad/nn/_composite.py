@@ -33,6 +33,7 @@ from tgrad.autograd.grad_mode import STATE
 from tgrad.backends import _numpy_act as _np_act
 from tgrad.nn._piecewise import _Attach
 from tgrad.nn.functional import (
+    _broadcast_dtypes,
     _check_elementwise_weight,
     _check_float,
     _check_float_kernel,
@@ -459,9 +460,9 @@ def _pair(op: str, kernel: str | None, input: Tensor, target: Tensor,  # noqa: A
     if kernel is None:
         if input.dtype is dtypes.bool_ or target.dtype is dtypes.bool_:
             _check_sub_operands(input, target)
-        (x, t), half = _compute(input, target)
+        (x, t), half = _compute(*_broadcast_dtypes(input, target))
     else:
-        (x, t), half = _kernel_operands(input, target)
+        (x, t), half = _kernel_operands(*_broadcast_dtypes(input, target))
     return x, t, half, reduction
 
 

@@ -69,6 +69,18 @@ def _kernel_operands(input: Tensor, target: Tensor) -> tuple:  # noqa: A002
     return _compute(input, target)
 
 
+def _broadcast_dtypes(input: Tensor, target: Tensor) -> tuple:  # noqa: A002
+    """(input, target) in the dtype PyTorch's mse / l1 / smooth_l1 / huber losses compute
+    in: they broadcast the pair first (torch.broadcast_tensors), so a 0-d operand takes part
+    in the promotion as a dimensioned one (mse_loss(0-d float64, (n,) float32) is float64,
+    not float32 as in 0-d float64 - (n,) float32). Both cast to promote_types when only one
+    is 0-d and the dtypes differ; else unchanged."""
+    if input.dtype is target.dtype or (input.dim() == 0) == (target.dim() == 0):
+        return input, target
+    dt = dtypes.promote_types(input.dtype, target.dtype)
+    return input.to(dt), target.to(dt)
+
+
 def _per_element(k: int):
     """``flops`` metadata for the profiler: ~k floating point operations per element of the
     first tensor argument (exp/erf/tanh count as one)."""
@@ -779,7 +791,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,  # n
     _check_reduction(reduction)
     _warn_if_shapes_differ(input, target)
     _check_elementwise_weight("mse_loss", input, weight)
-    (x, t), half = _kernel_operands(input, target)
+    (x, t), half = _kernel_operands(*_broadcast_dtypes(input, target))
     if weight is not None:  # PyTorch's weighted mse_loss is a composition too
         d = x - t
         return _weighted_reduced(d * d, weight, reduction, half, by_weight=True)
