@@ -831,6 +831,18 @@ def test_pointwise_losses_promote_a_0d_operand_as_broadcast(name):
             np.testing.assert_array_equal(_np(out), [1, 3])
 
 
+def test_cosine_similarity_promotes_a_0d_operand_as_broadcast():
+    # PyTorch broadcasts x1 and x2 first: a 0-d float32 x1 with a float16 x2 is float32
+    x2 = np.array([0.3, -1.6, 2.2])
+    for a, b in ((tgrad.tensor(0.7), tgrad.tensor(x2, dtype=tgrad.float16)),
+                 (tgrad.tensor(x2, dtype=tgrad.float16), tgrad.tensor(0.7))):
+        out = F.cosine_similarity(a, b, dim=0)
+        assert out.dtype is tgrad.float32 and out.shape == ()
+        x2h = x2.astype(np.float16).astype(np.float64)
+        ref = 0.7 * x2h.sum() / (np.sqrt(3 * 0.49) * np.linalg.norm(x2h))
+        np.testing.assert_allclose(_np(out), ref, rtol=1e-6)
+
+
 # ---------------------------------------------------------------------- dropout
 def test_dropout_mask_scale_grad_and_seed():
     x = tgrad.ones(200_000, dtype=D, requires_grad=True)

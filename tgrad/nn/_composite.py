@@ -813,7 +813,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     if not common.is_floating_point:
         raise RuntimeError(f"cosine_similarity: expected common dtype to be floating point, "
                            f"yet common dtype is {dtypes.SCALAR_TYPE_NAMES[common]}")
-    (a, b), half = _compute(x1, x2)
+    (a, b), half = _compute(*_broadcast_dtypes(x1, x2))  # PyTorch's broadcast first
     # dim counts in the broadcast shape; PyTorch's errors name the op
     shape = broadcast_or_raise("cosine_similarity", a.shape, b.shape)
     d = _wrap_dim(dim, len(shape), "cosine_similarity")
