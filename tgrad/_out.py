@@ -383,9 +383,10 @@ def _tensors_in(values) -> list:
 def _dense_span(t: Tensor) -> tuple | None:
     """(first byte, end byte) of ``t``'s memory when it is non-overlapping and dense (with
     non-negative strides), else None (PyTorch's MemOverlap::TooHard: not checked)."""
-    from tgrad.autograd.node import _dense
-    if min(t.stride(), default=0) < 0 or not _dense(t):
-        return None
+    if not t._data.flags.c_contiguous:  # (C-contiguous: dense, no negative stride)
+        from tgrad.autograd.node import _dense
+        if min(t.stride(), default=0) < 0 or not _dense(t):
+            return None
     lo = t.data_ptr()
     return lo, lo + t._data.size * t.element_size()
 
@@ -432,9 +433,12 @@ def _check_overlap(name: str, out: Tensor, inputs: list) -> None:
         if t is out:
             full = True
         else:
-            span = span or _dense_span(out)
+            if span is None:
+                span = _dense_span(out) or ()
+            if not span:  # (out not dense: nothing is checked, PyTorch's TooHard)
+                continue
             tspan = _dense_span(t)
-            if span is None or tspan is None or not (tspan[0] < span[1] and span[0] < tspan[1]):
+            if tspan is None or not (tspan[0] < span[1] and span[0] < tspan[1]):
                 continue
             full = tspan == span and _layout(t) == _layout(out)
         if not full or name in _NO_OVERLAP:
@@ -469,6 +473,7 @@ def _resize(out: Tensor, shape: tuple, strides: tuple | None = None) -> None:
             f"t.resize_(0).", UserWarning, stacklevel=4)
     from tgrad.ops.layout import _storage_span, as_strided
     n = math.prod(shape)
+    out._geometry_changed = True  # (layout.replay_on_base: views made before re-derived)
     off = out.storage_offset()
     strides = contiguous_strides(shape) if strides is None else strides
     if out._data.size and off + n <= _storage_span(out)[1]:

@@ -103,6 +103,18 @@ def has_internal_overlap(shape: tuple, strides: tuple) -> bool:
     expanded dim, overlapping unfold windows, an as_strided view). Dims sorted by stride
     that each step past all the smaller ones cannot overlap (any dense or sliced layout);
     otherwise the offsets are counted (rare)."""
+    reach = 0  # the common case first: dims already in that order from the last (row-major)
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if n == 1:
+            continue
+        if n == 0:
+            return False
+        st = abs(st)
+        if st <= reach:
+            break
+        reach += st * (n - 1)
+    else:
+        return False
     dims = sorted((abs(st), n) for n, st in zip(shape, strides) if n != 1)
     if not dims or any(n == 0 for _, n in dims):
         return False

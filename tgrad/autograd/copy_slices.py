@@ -14,6 +14,8 @@ The view's own grad_fn is then regenerated lazily from the base (see Tensor.grad
 
 from __future__ import annotations
 
+import numpy as np
+
 from tgrad.autograd.grad_mode import STATE
 from tgrad.autograd.node import Node, gradient_edge
 
@@ -25,6 +27,17 @@ def replay_view(chain, t):
     return t
 
 
+_VIEW_AS_COMPLEX: list = []
+
+
+def _view_as_complex():
+    """complex_ops.ViewAsComplex, imported once (a module-level import would be circular)."""
+    if not _VIEW_AS_COMPLEX:
+        from tgrad.ops.complex_ops import ViewAsComplex
+        _VIEW_AS_COMPLEX.append(ViewAsComplex)
+    return _VIEW_AS_COMPLEX[0]
+
+
 class CopySlices(Node):
     def __init__(self, base, chain, result_edge: tuple) -> None:
         super().__init__()
@@ -34,16 +47,23 @@ class CopySlices(Node):
         self.dtype = base.dtype
         self.device = base.device
         # the mask in the base's dtype (not bool) when the chain reinterprets the dtype
-        from tgrad.ops.complex_ops import ViewAsComplex
-        self.split = base.dtype.is_complex or any(
-            getattr(fn, "__self__", None) is ViewAsComplex for fn, _ in chain)
+        self.split = base.dtype.is_complex
+        if not self.split:
+            vac = _view_as_complex()
+            for fn, _ in chain:
+                if getattr(fn, "__self__", None) is vac:
+                    self.split = True
+                    break
         # a base not laid out contiguously over all its storage (x.t_()): the mask is built
         # in its layout, so that view ops by storage geometry (as_strided) write the mask
         self.layout = None
-        if not base.is_contiguous() or base.storage_offset() or base._storage.root.size != \
-                base.numel():
-            from tgrad.ops.layout import storage_geometry
-            self.layout = storage_geometry(base)
+        data, root = base._data, base._storage.root
+        if data is not root or type(data) is not np.ndarray or not data.flags.c_contiguous:
+            # (a C-contiguous NumPy root: the base spans all its storage, from offset 0)
+            if not base.is_contiguous() or base.storage_offset() or root.size != \
+                    base.numel():
+                from tgrad.ops.layout import storage_geometry
+                self.layout = storage_geometry(base)
 
     def name(self) -> str:
         return "CopySlices"

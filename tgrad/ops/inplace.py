@@ -20,8 +20,9 @@ from tgrad.autograd.hooks import move_retain_grad
 from tgrad.autograd.node import AccumulateGrad, gradient_edge
 from tgrad.cuda.index_errors import DeviceIndexError
 from tgrad.ops import elementwise as ew
-from tgrad.ops._common import backend_of, register_op, tensor_method, wrap
+from tgrad.ops._common import backend_of, register_op, tensor_method, view_apply, wrap
 from tgrad.ops.index import (
+    _basic_cls,
     check_masks,
     empty_selection,
     fills_by_masked_fill,
@@ -194,7 +195,7 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
     base = self._base
     record = STATE.enabled and (
         self._requires_grad or (base is not None and base._requires_grad)
-        or any(isinstance(a, Tensor) and a._requires_grad for a in args))
+        or _any_requires_grad(args))
     if record and self._multi_output_view:  # before the leaf checks, as PyTorch's
         raise multi_output_view_error(self)
     if record and self._custom_function_view and self._grad_fn is not None:
@@ -237,7 +238,10 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
         if tangent is not None:  # a copy: inplace_update below writes self's in place
             old.__dict__["_fw"] = (fw, tangent.clone())
     # ``x.op_(x)``: the argument is read before the write, i.e. it is the old value.
-    args = tuple(old if a is self else a for a in args)
+    for a in args:
+        if a is self:
+            args = tuple([old if a is self else a for a in args])
+            break
     res = fn(old, *args)
     _check_fits(op, res, self)
     if res.dtype is not self.dtype:
@@ -250,7 +254,7 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
                 inplace_update(self, res)
             return self
         res = CopyFrom.apply(old, res)  # the old values get gradient 0 (self stays a non-leaf)
-    elif res._grad_fn is None or any(res is a for a in args):
+    elif res._grad_fn is None or _is_in(res, args):
         res = clone(res)  # the written values need a node of their own
     _write(self, res._data)
     if fw is not None:
@@ -267,6 +271,21 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
     if self._retains_grad:
         move_retain_grad(self)
     return self
+
+
+def _any_requires_grad(args: tuple) -> bool:
+    for a in args:
+        if isinstance(a, Tensor) and a._requires_grad:
+            return True
+    return False
+
+
+def _is_in(x, seq) -> bool:
+    """Whether ``x`` is one of ``seq`` (by identity: ``in`` would compare tensors)."""
+    for y in seq:
+        if y is x:
+            return True
+    return False
 
 
 # In-place ops whose tensor operand PyTorch reads as a number (value.item()): no overlap
@@ -457,12 +476,14 @@ class CopyFrom(Function):
     @staticmethod
     def forward(ctx, x, src):
         be = backend_of(x)
+        ctx.src_shape, ctx.src_dtype = src.shape, src.dtype
+        if src._dtype is x._dtype and ctx.src_shape == x.shape:  # (nothing to cast or expand)
+            return wrap(be.clone(src._data), x.device)
         try:
             arr = be.expand(be.cast(src._data, x.dtype.np), x.shape)
         except ValueError:
             raise RuntimeError(f"copy_: the source of shape {list(src.shape)} cannot be "
                                f"broadcast to the destination of shape {list(x.shape)}") from None
-        ctx.src_shape, ctx.src_dtype = src.shape, src.dtype
         return wrap(be.clone(arr), x.device)
 
     @staticmethod
@@ -660,7 +681,9 @@ def setitem(self: Tensor, key, value) -> None:
         if lead:
             value = value.reshape(value.shape[lead:])
     if basic:  # PyTorch's copy_to: a value of the view's shape is copied as it is (x[k] -=
-        view = self[nkey]  # y writes the view onto itself), a 0-d one fills (read once)
+        # y writes the view onto itself), a 0-d one fills (read once); the view as
+        # getitem makes it (nkey is normalized already: not again)
+        view = view_apply(_basic_cls(nkey), self, nkey) if type(self) is Tensor else self[nkey]
         if not isinstance(value, Tensor):
             apply_inplace(view, "fill_", Fill.apply, value)
         elif given.shape == view.shape:

@@ -739,6 +739,12 @@ def replay_on_base(view: Tensor) -> Tensor:
     chain replaced (None when the base does not span its storage, see _spans_storage)."""
     base = view._base
     t = base
+    if not (base._geometry_changed or view._geometry_changed):
+        # neither tensor's geometry was changed in place (x.t_(), as_strided_, resize_,
+        # set_, .data =, an out= resize): the recorded chain gives the view as it was made
+        for fn, args in view._view_chain:
+            t = fn(t, *args)
+        return t
     try:
         for fn, args in view._view_chain:
             t = fn(t, *args)

@@ -30,6 +30,7 @@ from tgrad.ops._common import (
     view_apply,
     wrap,
 )
+from tgrad.ops.index import _FULL, BasicIndex
 from tgrad.ops.reduce import sum_to
 from tgrad.tensor import Tensor, _int_arg, _wrap_dim
 
@@ -762,7 +763,10 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:  # noqa:
         raise RuntimeError(f"narrow(): start ({start}) + length ({length}) exceeds dimension "
                            f"size ({size}) of dimension {d} (tensor of shape "
                            f"{list(input.shape)}).")
-    return input[(slice(None),) * d + (slice(start, start + length),)]
+    key = (_FULL,) * d + (slice(start, start + length),)
+    if type(input) is Tensor:  # (its __getitem__ with the key it would normalize to:
+        return view_apply(BasicIndex, input, key)  # slices, the last one effective)
+    return input[key]
 
 
 def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
