@@ -1049,3 +1049,98 @@ def test_setitem_bool_keys_uint8_masks_and_mask_shape_errors_as_pytorch():
     with pytest.raises(RuntimeError, match="shape mismatch: value tensor of shape \\[2, 2\\] "
                                            "cannot be broadcast to indexing result of shape"):
         w[tgrad.tensor([True, False, True, False])] = tgrad.ones(2, 2, dtype=tgrad.float64)
+
+
+# ------------------------------------------------- copy_ through a view: the hot path's shortcuts
+def test_copy_into_view_drops_the_old_values_edge_and_keeps_gradients():
+    # CopyBackwards of a write through a view has no edge to the view's old values (their
+    # gradient is 0, the CopySlices routes the base's outside the region), as PyTorch's
+    # CopySlices(base, src); values and gradients as NumPy's, twice differentiable
+    a = np.arange(12.0).reshape(3, 4) - 5.0
+    b = np.linspace(-1, 1, 6).reshape(3, 2)
+
+    def f(x, s):
+        out = x * 2.0
+        out.narrow(1, 1, 2).copy_(s)
+        out[:, 3:] = s[:, :1] * 3.0
+        return out * out
+
+    x = tgrad.tensor(a, requires_grad=True)
+    s = tgrad.tensor(b, requires_grad=True)
+    y = f(x, s)
+    node = y.grad_fn.next_functions[0][0]
+    assert node.name() == "CopySlices"
+    copy_node = node.next_functions[0][0].next_functions[1][0]
+    assert copy_node.name() == "CopyBackwards" and copy_node.next_functions[0] == (None, 0)
+    ref = a * 2.0
+    ref[:, 1:3] = b
+    ref[:, 3:] = b[:, :1] * 3.0
+    np.testing.assert_array_equal(y.detach().numpy(), ref * ref)
+    y.sum().backward()
+    gx = 8.0 * a
+    gx[:, 1:] = 0.0
+    gs = 2.0 * ref[:, 1:3]
+    gs[:, 0] += 3.0 * 2.0 * ref[:, 3]
+    np.testing.assert_allclose(x.grad.numpy(), gx, rtol=1e-15)
+    np.testing.assert_allclose(s.grad.numpy(), gs, rtol=1e-15)
+    assert gradcheck(f, (tgrad.tensor(a, requires_grad=True), tgrad.tensor(b, requires_grad=True)))
+    assert gradgradcheck(f, (tgrad.tensor(a, requires_grad=True),
+                             tgrad.tensor(b, requires_grad=True)))
+
+
+def test_copy_slices_plain_backward_matches_the_recorded_one():
+    # without create_graph CopySlices zeroes the region of a copy of g (no mask): the same
+    # bits as the masked where of the create_graph path, NaN and -0.0 in g included
+    g = np.array([[np.nan, -0.0, 1.5, -2.0], [np.inf, 3.0, -0.0, np.nan]], np.float32)
+    out = []
+    for create in (False, True):
+        x = tgrad.tensor(np.ones((2, 4), np.float32), requires_grad=True)
+        base = x * 1.0
+        base.narrow(1, 1, 2).copy_(tgrad.zeros(2, 2))
+        (gx,) = tgrad.autograd.grad(base, x, tgrad.tensor(g), create_graph=create)
+        out.append(gx.detach().numpy())
+    assert out[0].tobytes() == out[1].tobytes()
+    ref = g.copy()
+    ref[:, 1:3] = 0.0
+    assert out[0].tobytes() == ref.tobytes()
+
+
+def test_write_through_a_view_after_an_out_resize_of_its_base():
+    # an out= resize re-derives views made before it from the storage (the replay of their
+    # chain is not trusted): the write lands where the view points, the graph records it
+    base = tgrad.zeros(8)
+    view = base[2:4]
+    with pytest.warns(UserWarning):
+        tgrad.add(tgrad.ones(2, 4), 1.0, out=base)  # resized in its storage
+    src = tgrad.tensor([5.0, 6.0], requires_grad=True)
+    view.copy_(src)
+    assert base.reshape(-1)[2:4].tolist() == [5.0, 6.0]
+    base.sum().backward()
+    assert src.grad.tolist() == [1.0, 1.0]
+
+
+def test_has_internal_overlap_fast_order_matches_counting():
+    from tgrad._strides import has_internal_overlap
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        nd = int(rng.integers(1, 4))
+        shape = tuple(int(n) for n in rng.integers(0, 4, nd))
+        strides = tuple(int(s) for s in rng.integers(-6, 7, nd))
+        offs = np.zeros(1, np.int64)
+        for n, st in zip(shape, strides):
+            offs = (offs[:, None] + np.arange(n) * st).reshape(-1)
+        want = bool(offs.size) and np.unique(offs).size < offs.size
+        assert has_internal_overlap(shape, strides) == want, (shape, strides)
+
+
+def test_narrow_is_getitems_slice_view():
+    x = tgrad.tensor(np.arange(24.0).reshape(2, 3, 4), requires_grad=True)
+    for dim, start, length in ((0, 1, 1), (1, 0, 3), (2, -3, 2), (-1, 4, 0)):
+        v = x.narrow(dim, start, length)
+        d = dim % 3
+        s = start % 4 if d == 2 and start < 0 else start
+        w = x[(slice(None),) * d + (slice(s, s + length),)]
+        assert v.shape == w.shape and v.stride() == w.stride()
+        assert v.grad_fn.name() == w.grad_fn.name() == "SliceBackward0"
+        assert v._view_chain[0][1] == w._view_chain[0][1]
+        np.testing.assert_array_equal(v.detach().numpy(), w.detach().numpy())

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tgrad.autograd.function import differentiable_formula
 from tgrad.autograd.grad_mode import STATE
 from tgrad.autograd.node import Node, gradient_edge
 
@@ -75,6 +76,9 @@ class CopySlices(Node):
         g = grads[0]
         if g is None:
             g = zeros(self.shape, dtype=self.dtype, device=self.device)
+        if not (self.split or self.layout is not None or differentiable_formula()) \
+                and g.is_contiguous():
+            return self._plain(g)
         mdt = self.dtype if self.split else bool_
         one = (1 + 1j) if mdt.is_complex else 1  # both components of a complex mask set
         prev = STATE.enabled
@@ -105,6 +109,16 @@ class CopySlices(Node):
                 raise
             region = replay_view(self.chain, g.contiguous())
         return (kept, region)
+
+
+    def _plain(self, g) -> tuple:
+        """apply's values without a graph to record (no create_graph, no forward-AD level)
+        for a contiguous g and a real (or bool) dtype: dB_old = a copy of g with the
+        region zeroed (the same values as the where of the mask, without the mask),
+        dR = view(g)."""
+        kept = g.clone()  # (grad mode is off: nothing recorded)
+        replay_view(self.chain, kept).fill_(0)
+        return (kept, replay_view(self.chain, g))
 
 
 def rebase_base(view, result_edge: tuple) -> None:

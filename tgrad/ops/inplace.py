@@ -261,6 +261,9 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
         from tgrad.autograd.forward_ad import inplace_update
         inplace_update(self, res)
     if view_rebase:
+        if (fn == _COPY_APPLY and res._grad_fn._forward_cls is CopyFrom
+                and res._grad_fn._edges[0][0] is not None):
+            _drop_old_edge(res._grad_fn)
         rebase_base(self, gradient_edge(res))
         if base._retains_grad:
             move_retain_grad(base)
@@ -271,6 +274,19 @@ def apply_inplace(self: Tensor, op: str, fn, *args, overlap_ok: bool = False) ->
     if self._retains_grad:
         move_retain_grad(self)
     return self
+
+
+def _drop_old_edge(node) -> None:
+    """Cut the edge of a copy_'s node (CopyBackwards) to the old values of the view it
+    wrote: their gradient is 0 (overwritten), and the CopySlices over it already gives the
+    base's previous history g with the region zeroed. PyTorch's CopySlices has no such
+    edge either (base, src); the cut saves a zero gradient of the base's size (the view's
+    SliceBackward0 scattering zeros) and its addition into the base's history."""
+    node._edges = (_NONE_EDGE,) + node._edges[1:]
+    node.needs_input_grad = (False,) + tuple(node.needs_input_grad[1:])
+
+
+_NONE_EDGE = (None, 0)
 
 
 def _any_requires_grad(args: tuple) -> bool:
@@ -497,6 +513,7 @@ class CopyFrom(Function):
 
 register_op(Fill)
 register_op(CopyFrom)
+_COPY_APPLY = CopyFrom.apply
 # PyTorch's node names of the in-place overloads: zero_, fill_(number), fill_(0-d tensor)
 _ZERO = ew.node_variant(Fill, "ZeroBackward0")
 _FILL_NUMBER = ew.node_variant(Fill, "FillBackward2")
