@@ -85,6 +85,11 @@ def test_autograd_error():
         tgrad.add(t(A), t(B), out=tgrad.empty(2, 3, requires_grad=True))
     with pytest.raises(RuntimeError, match=r"^sum\(\): functions with out="):
         tgrad.sum(a, 0, out=tgrad.empty(3))
+    # computed in an integer out's dtype: still a differentiable op (PyTorch's error); it
+    # had been written into out
+    for name in ("sum", "prod", "cumsum", "cumprod", "nansum"):
+        with pytest.raises(RuntimeError, match=rf"^{name}\(\): functions with out="):
+            getattr(tgrad, name)(a, 0, out=tgrad.empty(0, dtype=tgrad.int64))
     with pytest.raises(RuntimeError, match=r"^cat\(\): functions with out="):
         tgrad.cat([t(A), a], out=tgrad.empty(4, 3))
     with tgrad.no_grad():

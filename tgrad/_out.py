@@ -606,9 +606,10 @@ def _call_with_out(fn, name: str, creation: bool, args: tuple, kwargs: dict, out
         raise TypeError(f"{name}(): out= is not supported for this call (its result is not "
                         f"Tensors)")
     # PyTorch's error only for a differentiable result: comparisons, argmax, all/any,
-    # searchsorted, matrix_rank, ... (bool / integer results) take inputs requiring grad.
+    # searchsorted, matrix_rank, ... (bool / integer results) take inputs requiring grad;
+    # sum & co. computed in an integer out's dtype are differentiable ops all the same
     if (STATE.enabled and not composite and name not in _NOT_DIFFERENTIABLE
-            and any(r.dtype.category >= 2 for r in results)):
+            and (name in _DTYPE_FROM_OUT or any(r.dtype.category >= 2 for r in results))):
         check_out_grad(_ERROR_NAMES.get(name, name), list(outs), inputs)
     if multi != isinstance(out, (tuple, list)):  # PyTorch's texts
         raise TypeError(f"{name}(): argument 'out' must be "
