@@ -508,6 +508,44 @@ def test_roll_lerp_addc_stack_meshgrid():
     assert tgrad.clamp_min(_t([-1.0, 2.0]), 0.5).tolist() == [0.5, 2.0]
 
 
+ROLL_CASES = [((5, 7), 3, 1), ((5, 7), -9, 0), ((5, 7), (2, -3), (0, 1)), ((5, 7), (2, 4), (1, 1)),
+              ((4, 6, 3), (1, 2, 5), (-1, 0, 1)), ((5, 7), 3, None), ((5, 7), 35, 1),
+              ((0, 4), 1, 1), ((3, 0), 2, 0), ((7,), -2, 0), ((), 1, None)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool", "float16",
+                                   "complex64"])
+def test_roll_cpu_path_is_the_composition_and_np_roll(dtype):
+    """roll's CPU copies (_numpy_layout.roll): np.roll's values and the composition's
+    (composite._rolled, the cuda path) for each dtype, shape, repeated dim, shift past n,
+    empty and 0-d tensors, a transposed (non-contiguous) input; a new C-contiguous tensor
+    that shares no memory with the input."""
+    from tgrad.ops.composite import _rolled
+    rng = np.random.default_rng(0)
+    for shape, shifts, dims in ROLL_CASES:
+        for transposed in (False, True):
+            a = (rng.standard_normal(shape[::-1] if transposed else shape) * 5)
+            a = a.T if transposed else a
+            x = tgrad.tensor(a).to(getattr(tgrad, dtype))
+            y = tgrad.roll(x, shifts, dims)
+            want = np.roll(x.numpy(), shifts, dims)
+            assert y.dtype is x.dtype and (y.is_contiguous() or y.numel() == 0)
+            np.testing.assert_array_equal(y.numpy(), want)
+            if dims is not None:
+                sh, dd = (shifts, dims) if isinstance(dims, tuple) else ((shifts,), (dims,))
+                ref = _rolled(x, sh, tuple(d % x.ndim for d in dd))
+                np.testing.assert_array_equal(y.numpy(), ref.numpy())
+            assert not np.shares_memory(y.numpy(), x.numpy())
+
+
+def test_roll_cpu_path_gradients():
+    x = tgrad.tensor(np.random.default_rng(1).standard_normal((3, 4)), requires_grad=True)
+    for shifts, dims in ((1, 0), ((2, -1), (0, 1)), (5, None)):
+        def f(t, shifts=shifts, dims=dims):
+            return tgrad.roll(t, shifts, dims)
+        assert tgrad.autograd.gradcheck(f, (x,)) and tgrad.autograd.gradgradcheck(f, (x,))
+
+
 def test_randint_randperm_follow_manual_seed():
     tgrad.manual_seed(3)
     a = tgrad.randint(2, 5, (2000,))

@@ -36,6 +36,7 @@ from tgrad._autocast import autocast_policy
 from tgrad.autograd.function import Function, differentiable_formula
 from tgrad.autograd.grad_mode import no_grad
 from tgrad.backends import _numpy_binary as _np_bin
+from tgrad.backends import _numpy_layout as _np_layout
 from tgrad.ops import elementwise as ew
 from tgrad.ops._common import (
     backend_of,
@@ -413,6 +414,11 @@ class Roll(Function):
     @staticmethod
     def forward(ctx, x, shifts, dims, wrapped):
         ctx.shifts, ctx.dims = shifts, dims
+        if x._device.type == "cpu":  # the composition's copies on the arrays at once
+            a = x._data if dims else x._data.reshape(-1)
+            ks = _np_layout.roll_shifts(a.shape, shifts, wrapped if dims else (0,))
+            if ks:  # (nothing moves: x's clone below, in x's layout)
+                return wrap(_np_layout.roll(a, ks).reshape(x.shape), x._device)
         return _rolled(x, shifts, wrapped) if dims else \
             fresh(_rolled(x.flatten(), shifts, (0,)).reshape(x.shape))
 
