@@ -132,6 +132,26 @@ def test_cosine_similarity_shape_and_dim_errors_name_the_op():
     np.testing.assert_allclose(cos.numpy(), np.ones((2, 3)), rtol=1e-15)
 
 
+@pytest.mark.parametrize("shape, num_classes", [((37,), 5), ((4, 9), -1), ((3, 0), 4),
+                                                ((0,), 2), ((), 7), ((6, 5), 1)])
+def test_one_hot_cpu_scatter_is_the_comparison(shape, num_classes):
+    """one_hot's CPU scatter (_numpy_layout.one_hot): the comparison's values
+    (idx[..., None] == arange(C)), C-contiguous int64, for odd, empty, 0-d and strided
+    (transposed) index tensors."""
+    rng = np.random.default_rng(0)
+    c = num_classes if num_classes > 0 else 6
+    a = rng.integers(0, max(c, 1), shape) if c else np.zeros(shape, np.int64)
+    for idx in (tgrad.tensor(a), tgrad.tensor(a).T if a.ndim == 2 else tgrad.tensor(a)):
+        if idx.numel() == 0 and num_classes == -1:
+            continue
+        y = F.one_hot(idx, num_classes)
+        n = num_classes if num_classes != -1 else int(idx.numpy().max()) + 1
+        want = (idx.numpy()[..., None] == np.arange(n)).astype(np.int64)
+        assert y.dtype is tgrad.int64 and y.is_contiguous() and not y.requires_grad
+        np.testing.assert_array_equal(y.numpy(), want)
+        assert y.shape == want.shape
+
+
 def test_normalize_one_hot_pad_embedding():
     assert F.normalize(_t([[3.0, 4.0]])).tolist() == [[0.6, 0.8]]
     assert F.normalize(_t([[0.0, 0.0]])).tolist() == [[0.0, 0.0]]  # eps keeps it finite

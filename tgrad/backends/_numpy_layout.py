@@ -39,3 +39,15 @@ def roll(a: np.ndarray, ks: dict) -> np.ndarray:
             dst[d], src[d] = to, frm
         out[tuple(dst)] = a[tuple(src)]
     return out
+
+
+def one_hot(idx: np.ndarray, num_classes: int) -> np.ndarray:
+    """int64 array of shape (*idx.shape, num_classes), C-contiguous: 1 at each (checked:
+    0 <= i < num_classes) class index, 0 elsewhere; the values of the composition
+    ``(idx[..., None] == arange(num_classes)).long()`` by one scatter of ones into zeros
+    at the flat positions p * num_classes + idx[p]."""
+    n = idx.size
+    out = np.zeros(n * num_classes, np.int64)
+    if n and num_classes:
+        out[np.arange(0, n * num_classes, num_classes) + idx.reshape(-1)] = 1
+    return out.reshape(idx.shape + (num_classes,))

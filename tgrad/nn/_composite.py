@@ -31,6 +31,7 @@ from tgrad.autograd import function as _function
 from tgrad.autograd.function import Function, differentiable_formula, expandable
 from tgrad.autograd.grad_mode import STATE
 from tgrad.backends import _numpy_act as _np_act
+from tgrad.backends import _numpy_layout as _np_layout
 from tgrad.nn._piecewise import _Attach
 from tgrad.nn.functional import (
     _broadcast_dtypes,
@@ -1020,10 +1021,13 @@ def one_hot(input: Tensor, num_classes: int = -1) -> Tensor:  # noqa: A002
     if input.dtype is not dtypes.int64:
         raise RuntimeError(f"one_hot is only applicable to index tensor of type LongTensor, "
                            f"got {input.dtype.name}")
+    cpu = input._device.type == "cpu"
     if input.numel() == 0:
         if num_classes == -1:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
         lo = hi = 0
+    elif cpu:
+        lo, hi = int(input._data.min()), int(input._data.max())
     else:
         lo, hi = int(input.min()), int(input.max())
     if lo < 0:
@@ -1032,6 +1036,8 @@ def one_hot(input: Tensor, num_classes: int = -1) -> Tensor:  # noqa: A002
         num_classes = hi + 1
     elif hi >= num_classes:
         raise RuntimeError("Class values must be smaller than num_classes.")
+    if cpu:  # one scatter of ones (the composition's values, C-contiguous)
+        return wrap(_np_layout.one_hot(input._data, num_classes), input._device)
     classes = arange(num_classes, device=input.device)
     return (input.unsqueeze(-1) == classes).long()
 
