@@ -268,3 +268,17 @@ def test_glu_broadcast_upstream_gradient_is_bit_identical(monkeypatch):
         return F.glu(x, -1) * tgrad.tensor(_values((1, 4), np.float32, 47))
     fast, slow = _both(monkeypatch, lambda x: fn(x).sum(), [xn], None, "c")
     _assert_same(fast, slow)
+
+
+def test_glu_kept_sigmoid_backward_twice_and_without_grad():
+    """glu keeps sigmoid(b) for its fast backward: a retained graph's second backward
+    (recomputing it) gives the same bits, and a forward without grad keeps nothing."""
+    xn = _values((6, 10), np.float32, 48)
+    x = tgrad.tensor(xn, requires_grad=True)
+    y = F.glu(x, -1)
+    g = tgrad.tensor(_values((6, 5), np.float32, 49))
+    (g1,) = tgrad.autograd.grad(y, x, g, retain_graph=True)
+    (g2,) = tgrad.autograd.grad(y, x, g)
+    np.testing.assert_array_equal(g1.numpy(), g2.numpy())
+    with tgrad.no_grad():
+        np.testing.assert_array_equal(F.glu(x, -1).numpy(), y.detach().numpy())

@@ -267,22 +267,26 @@ def _halves(x: np.ndarray, d: int) -> tuple:
     return np.split(x, 2, axis=d)
 
 
-def glu(x: np.ndarray, d: int) -> np.ndarray:
-    """_composite.Glu's forward: a * sigmoid(b), (a, b) the halves of x along d."""
+def glu(x: np.ndarray, d: int, keep: bool = False):
+    """_composite.Glu's forward: a * sigmoid(b), (a, b) the halves of x along d; with
+    ``keep``, (that, s = sigmoid(b)) for glu_grad (the backward then needs no exp)."""
     a, b = _halves(x, d)
     with be.quiet():
         s = be.unary("sigmoid", b)  # (a fresh array of b's shape)
+        if keep:
+            return _owned(np.multiply(a, s)), s
         return _owned(np.multiply(a, s, out=s))
 
 
-def glu_grad(x: np.ndarray, g: np.ndarray, d: int) -> np.ndarray:
+def glu_grad(x: np.ndarray, g: np.ndarray, d: int, s: np.ndarray | None = None) -> np.ndarray:
     """_composite.Glu's backward: cat(g s, (g s) a (1 - s)) along d, s = sigmoid(b) (the
     composition's products in its order, written into the two halves of one output); g has
-    the halves' shape."""
+    the halves' shape. ``s``: glu's kept sigmoid(b) (consumed: overwritten), else computed."""
     a, b = _halves(x, d)
     t = x.dtype.type
     with be.quiet():
-        s = be.unary("sigmoid", b)
+        if s is None:
+            s = be.unary("sigmoid", b)
         out = np.empty(x.shape, x.dtype)
         ga, gb = _halves(out, d)
         np.multiply(g, s, out=ga)

@@ -384,9 +384,14 @@ class Glu(Function):
     @staticmethod
     def forward(ctx, x, d):
         ctx.save_for_backward(x)
-        ctx.d = d
+        ctx.d, ctx.s = d, None
         if _np_fast(x):  # the same steps on the arrays (_numpy_act)
-            return wrap(_np_act.glu(x._data, d), x.device)
+            if not ctx.needs_input_grad[0]:
+                return wrap(_np_act.glu(x._data, d), x.device)
+            # sigmoid(b) kept for the fast backward (one exp pass less; x stays saved, so
+            # its version check still guards an in-place change after the forward)
+            y, ctx.s = _np_act.glu(x._data, d, keep=True)
+            return wrap(y, x.device)
         a, b = x.chunk(2, d)
         return a * sigmoid(b)
 
@@ -396,7 +401,9 @@ class Glu(Function):
         (x,) = ctx.saved_tensors
         if not differentiable_formula() and _np_fast(g) and g.dtype is x.dtype \
                 and g.shape == _halved(x.shape, ctx.d):
-            return wrap(_np_act.glu_grad(x._data, g._data, ctx.d), g.device), None
+            s, ctx.s = ctx.s, None  # (consumed: a retained graph's second backward
+            # recomputes it)
+            return wrap(_np_act.glu_grad(x._data, g._data, ctx.d, s), g.device), None
         a, b = x.chunk(2, ctx.d)
         s = sigmoid(b)
         ga = g * s
