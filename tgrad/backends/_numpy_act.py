@@ -163,20 +163,17 @@ def hardswish_grad(x: np.ndarray, g: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- losses of d = x - t
-def _quadratic(d: np.ndarray, bound) -> np.ndarray:
-    """dq * dq with dq = clamp(d, -bound, bound) (a fresh array)."""
-    dq = _owned(be._clamp(d, -bound, bound))
-    return _owned(np.multiply(dq, dq, out=dq))
-
-
 def _quadratic_linear(d: np.ndarray, bound: float, q_scale: float, lin_scale) -> np.ndarray:
     """where(|d| < bound, dq * dq * q_scale, (|d| - 0.5 bound) (* lin_scale when given)),
-    dq = clamp(d, -bound, bound): smooth_l1's and huber's forward steps."""
+    dq = clamp(d, -bound, bound): smooth_l1's and huber's forward steps. The clamp is the
+    identity where the quadratic branch is taken (|d| < bound), so d * d there has dq * dq's
+    bits (+-0.0 squares to +0.0 either way); elsewhere it is not selected (an inf or NaN of
+    d * d there only stays in the discarded branch): one pass less."""
     t = d.dtype.type
     b = t(bound)
     with be.quiet():
         ad = _owned(np.abs(d))
-        q = _quadratic(d, b)
+        q = _owned(np.multiply(d, d))
         np.multiply(q, t(q_scale), out=q)
         inside = _owned(np.less(ad, b))
         np.subtract(ad, t(0.5 * bound), out=ad)
