@@ -14,6 +14,8 @@ The view's own grad_fn is then regenerated lazily from the base (see Tensor.grad
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from tgrad.autograd.function import differentiable_formula
@@ -28,15 +30,11 @@ def replay_view(chain, t):
     return t
 
 
-_VIEW_AS_COMPLEX: list = []
-
-
+@functools.cache
 def _view_as_complex():
     """complex_ops.ViewAsComplex, imported once (a module-level import would be circular)."""
-    if not _VIEW_AS_COMPLEX:
-        from tgrad.ops.complex_ops import ViewAsComplex
-        _VIEW_AS_COMPLEX.append(ViewAsComplex)
-    return _VIEW_AS_COMPLEX[0]
+    from tgrad.ops.complex_ops import ViewAsComplex
+    return ViewAsComplex
 
 
 class CopySlices(Node):
@@ -109,7 +107,6 @@ class CopySlices(Node):
                 raise
             region = replay_view(self.chain, g.contiguous())
         return (kept, region)
-
 
     def _plain(self, g) -> tuple:
         """apply's values without a graph to record (no create_graph, no forward-AD level)

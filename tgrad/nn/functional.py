@@ -482,9 +482,10 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     ``weight`` [C] (not differentiable there, as PyTorch) and ``label_smoothing``; or against
     class probabilities (a float ``target`` of input's shape), composed from log_softmax
     (``weight`` is differentiated then)."""
-    _check_tensor("cross_entropy", input)
-    _check_float("cross_entropy", input, "log_softmax_lastdim_kernel_impl" if input.ndim <= 2
-                 else "log_softmax_kernel_impl")  # (log_softmax over dim 1)
+    _check_tensor("cross_entropy", input)  # (before input.ndim below)
+    if not input.dtype.is_floating_point:  # PyTorch's error names log_softmax's kernel
+        _check_float("cross_entropy", input, "log_softmax_lastdim_kernel_impl"
+                     if input.ndim <= 2 else "log_softmax_kernel_impl")
     _check_tensor("cross_entropy", target, "target")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)

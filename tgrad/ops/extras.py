@@ -69,19 +69,18 @@ class NanToZero(Function):
         if x._device.type == "cpu" and _np_nan.fast_dtype(x._data.dtype):
             # CPU float32/float64: a copy with +0.0 written at the NaNs (the where's bits)
             y, nan = _np_nan.nan_to_zero(x._data)
-            ctx.all_kept = nan is None  # no NaN: kept is all ones and dx = g * 1 = g
+            # no NaN: kept would be all ones, saved as None (dx = g * 1 = g)
             ctx.save_for_backward(None if nan is None else wrap(~nan, x.device))
             return wrap(y, x.device)
         kept = ew.logical_not(ew.isnan(x))
-        ctx.all_kept = False
         ctx.save_for_backward(kept)
         return ew.where(kept, x, 0.0)
 
     @staticmethod
     def backward(ctx, g):
-        if ctx.all_kept:  # g * 1.0 is g, bit for bit (NaN, inf and -0.0 included)
-            return g
         (kept,) = ctx.saved_tensors
+        if kept is None:  # g * 1.0 is g, bit for bit (NaN, inf and -0.0 included)
+            return g
         return g * kept.to(g.dtype)
 
 

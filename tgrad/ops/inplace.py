@@ -14,7 +14,7 @@ from tgrad import dtypes
 from tgrad._strides import has_internal_overlap
 from tgrad.autograd import function as _function
 from tgrad.autograd.copy_slices import rebase_base
-from tgrad.autograd.function import Function
+from tgrad.autograd.function import _NONE_EDGE, Function, _is_in
 from tgrad.autograd.grad_mode import STATE
 from tgrad.autograd.hooks import move_retain_grad
 from tgrad.autograd.node import AccumulateGrad, gradient_edge
@@ -286,20 +286,9 @@ def _drop_old_edge(node) -> None:
     node.needs_input_grad = (False,) + tuple(node.needs_input_grad[1:])
 
 
-_NONE_EDGE = (None, 0)
-
-
 def _any_requires_grad(args: tuple) -> bool:
     for a in args:
         if isinstance(a, Tensor) and a._requires_grad:
-            return True
-    return False
-
-
-def _is_in(x, seq) -> bool:
-    """Whether ``x`` is one of ``seq`` (by identity: ``in`` would compare tensors)."""
-    for y in seq:
-        if y is x:
             return True
     return False
 

@@ -739,12 +739,6 @@ def replay_on_base(view: Tensor) -> Tensor:
     chain replaced (None when the base does not span its storage, see _spans_storage)."""
     base = view._base
     t = base
-    if not (base._geometry_changed or view._geometry_changed):
-        # neither tensor's geometry was changed in place (x.t_(), as_strided_, resize_,
-        # set_, .data =, an out= resize): the recorded chain gives the view as it was made
-        for fn, args in view._view_chain:
-            t = fn(t, *args)
-        return t
     try:
         for fn, args in view._view_chain:
             t = fn(t, *args)
@@ -752,6 +746,10 @@ def replay_on_base(view: Tensor) -> Tensor:
         if not base._geometry_changed:  # as_strided_) no longer fits the chain (view(-1)
             raise  # of a transpose...); any other error is a bug
         t = None
+    if not (base._geometry_changed or view._geometry_changed):
+        # neither tensor's geometry was changed in place (x.t_(), as_strided_, resize_,
+        # set_, .data =, an out= resize): the recorded chain gives the view as it was made
+        return t
     if (t is not None and t._data.shape == view._data.shape
             and t._data.strides == view._data.strides and t.data_ptr() == view.data_ptr()):
         return t
